@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# qcoll's one entry point.
+#   ./run.sh demo [args]   build, then run the in-process demo (qcoll demo)
+#   ./run.sh test          build, then run every test suite
+#   ./run.sh build         install dependencies and build into build/
+#   ./run.sh qcoll ARGS    build, then run the qcoll program with ARGS
+set -euo pipefail
+cd "$(dirname "$0")"
+BUILD_DIR=${QCOLL_BUILD_DIR:-build}
+
+build() {
+  scripts/install-deps.sh
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR"
+}
+
+cmd=${1:-demo}; shift || true
+case "$cmd" in
+  build) build ;;
+  demo) build; exec "$BUILD_DIR/tools/qcoll" demo "$@" ;;
+  qcoll) build; exec "$BUILD_DIR/tools/qcoll" "$@" ;;
+  test) build; exec scripts/test.sh "$BUILD_DIR" ;;
+  *) echo "usage: ./run.sh demo|test|build|qcoll ARGS" >&2; exit 2 ;;
+esac
