@@ -79,6 +79,11 @@ class Communicator {
   // entry; on success every block is filled with the owner's data.
   virtual Status allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point deadline) = 0;
 
+  // True when exchange()/allgather_inplace() can fail after a successful agreement (a peer
+  // process dies mid-call). The operators then reduce into a staging buffer and write the
+  // user's output only after every rank confirmed success, so no output is partly written.
+  virtual bool may_fail_mid_call() const { return false; }
+
   // True while the communicator can be used; false after a failure that left peers out of
   // step (a timeout). broken_reason() says why.
   virtual bool usable() const { return true; }
