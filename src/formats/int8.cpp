@@ -1,0 +1,26 @@
+// INT8: two's complement integer -128..127 (SPEC 4.1); encoder rounds half to even and
+// clamps (SPEC 5). NaN encodes to 0. There is no overflow code, so both saturation
+// modes clamp.
+#include <cstdint>
+
+#include "qcoll/formats.hpp"
+
+namespace qcoll::formats {
+
+float decode_int8(uint8_t b) { return static_cast<float>(static_cast<int8_t>(b)); }
+
+uint8_t encode_int8(float v, Saturation /*s: INT8 always clamps*/) {
+  if (!(v == v)) return 0;  // NaN
+  if (v >= 127.0f) return 127;
+  if (v <= -128.0f) return static_cast<uint8_t>(int8_t{-128});
+  // |v| < 128 here: truncation and the remaining fraction are exact in fp32,
+  // so the rounding below does not depend on the FPU rounding mode.
+  const int t = static_cast<int>(v);
+  const float frac = v - static_cast<float>(t);
+  int r = t;
+  if (frac > 0.5f || (frac == 0.5f && (t & 1))) r = t + 1;
+  else if (frac < -0.5f || (frac == -0.5f && (t & 1))) r = t - 1;
+  return static_cast<uint8_t>(static_cast<int8_t>(r));
+}
+
+}  // namespace qcoll::formats
