@@ -1,0 +1,480 @@
+// Tests of the dequantize-and-reduce kernels.
+//  - The scalar path against a reference written here from SPEC 4.1-4.4 (decode by
+//    formula, fp16/bf16 rounding in double arithmetic), bits compared exactly. NaN
+//    results must be the canonical NaN of dequant_reduce.hpp (fp32 0x7FC00000, fp16
+//    0x7E00, bf16 0x7FC0): exact bits, no "both NaN" leniency.
+//  - Every SIMD target this CPU runs (and dequant_reduce itself) against the scalar path.
+//  - dequant_reduce_parallel against dequant_reduce.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/dequant_reduce.hpp"
+
+using qcoll::DType;
+using qcoll::kernels::ReduceArgs;
+
+namespace {
+
+// ---- Independent reference (SPEC 4.1) --------------------------------------------
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+float ref_decode(DType t, uint8_t b) {
+  const double sign = (b & 0x80) ? -1.0 : 1.0;
+  switch (t) {
+    case DType::Int8: return static_cast<float>(b < 128 ? b : b - 256);
+    case DType::Float8E4M3FN: {
+      const int e = (b >> 3) & 0xF, m = b & 7;
+      if ((b & 0x7F) == 0x7F) return kNaN;
+      if (e == 0) return static_cast<float>(sign * m * std::ldexp(1.0, -9));
+      return static_cast<float>(sign * (1.0 + m / 8.0) * std::ldexp(1.0, e - 7));
+    }
+    case DType::Float8E5M2: {
+      const int e = (b >> 2) & 0x1F, m = b & 3;
+      if (e == 31) return m == 0 ? static_cast<float>(sign * HUGE_VAL) : kNaN;
+      if (e == 0) return static_cast<float>(sign * m * std::ldexp(1.0, -16));
+      return static_cast<float>(sign * (1.0 + m / 4.0) * std::ldexp(1.0, e - 15));
+    }
+    case DType::Float8E8M0: return b == 0xFF ? kNaN : static_cast<float>(std::ldexp(1.0, b - 127));
+    case DType::HiFloat8: {
+      const int v = b & 0x7F;
+      if (b == 0x00) return 0.0f;
+      if (b == 0x80) return kNaN;
+      if (v == 0x6F) return static_cast<float>(sign * HUGE_VAL);
+      int mag, mbits, mant;
+      bool neg;
+      if (v >= 0x60) { mag = 8 + ((v >> 1) & 7); neg = v & 0x10; mbits = 1; mant = v & 1; }
+      else if (v >= 0x40) { mag = 4 + ((v >> 2) & 3); neg = v & 0x10; mbits = 2; mant = v & 3; }
+      else if (v >= 0x20) { mag = 2 + ((v >> 3) & 1); neg = v & 0x10; mbits = 3; mant = v & 7; }
+      else if (v >= 0x10) { mag = 1; neg = v & 0x08; mbits = 3; mant = v & 7; }
+      else if (v >= 0x08) { mag = 0; neg = false; mbits = 3; mant = v & 7; }
+      else return static_cast<float>(sign * std::ldexp(1.0, v - 23));  // denormal
+      const int e = neg ? -mag : mag;
+      return static_cast<float>(sign * (1.0 + mant / double(1 << mbits)) * std::ldexp(1.0, e));
+    }
+    default: ADD_FAILURE() << "bad dtype"; return 0;
+  }
+}
+
+uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float bits_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round the finite value v to `mant` fraction bits with minimum exponent `emin` (below
+// it a fixed quantum), ties to even, in double (exact for these widths).
+double round_to_format(double v, int mant, int emin) {
+  if (v == 0) return v;
+  int e;
+  std::frexp(std::fabs(v), &e);  // |v| = f * 2^e, f in [0.5, 1)
+  const int exp = std::max(e - 1, emin);
+  const double quantum = std::ldexp(1.0, exp - mant);
+  return std::nearbyint(v / quantum) * quantum;  // default rounding: to nearest even
+}
+
+uint16_t ref_fp16(float f) {
+  if (std::isnan(f)) return 0x7E00;
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  const double r = std::isinf(f) ? HUGE_VAL : round_to_format(f, 10, -14);
+  const double a = std::fabs(r);
+  if (a >= 65536.0) return sign | 0x7C00;
+  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(a / std::ldexp(1.0, -24));
+  int e;
+  std::frexp(a, &e);  // a = f * 2^e
+  const int exp = e - 1;
+  const auto mant = static_cast<uint16_t>(a / std::ldexp(1.0, exp - 10) - 1024.0);
+  return sign | static_cast<uint16_t>((exp + 15) << 10) | mant;
+}
+
+uint16_t ref_bf16(float f) {
+  if (std::isnan(f)) return 0x7FC0;
+  const double r = std::isinf(f) ? f : round_to_format(f, 7, -126);
+  if (std::fabs(r) >= std::ldexp(1.0, 128)) return std::signbit(f) ? 0xFF80 : 0x7F80;
+  return static_cast<uint16_t>(f32_bits(static_cast<float>(r)) >> 16);  // r is exact in fp32
+}
+
+std::size_t gsize(DType s) { return s == DType::Float ? 128 : 32; }
+std::size_t out_size(DType o) { return o == DType::Float ? 4 : 2; }
+
+// Reference output bytes for the inputs.
+std::vector<uint8_t> reference(const ReduceArgs& a) {
+  const std::size_t g = gsize(a.scales_dtype);
+  std::vector<uint8_t> out(a.count * out_size(a.out_dtype));
+  for (std::size_t i = 0; i < a.count; ++i) {
+    volatile float acc = 0.0f;
+    for (int k = 0; k < a.nsrc; ++k) {
+      float s;
+      if (a.scales_dtype == DType::Float) std::memcpy(&s, a.scales[k] + 4 * (i / g), 4);
+      else s = ref_decode(DType::Float8E8M0, a.scales[k][i / g]);
+      volatile float d = ref_decode(a.x_dtype, a.x[k][i]) * s;
+      acc = acc + d;
+    }
+    const float sum = acc;
+    if (a.out_dtype == DType::Float) {
+      const uint32_t b = std::isnan(sum) ? 0x7FC00000u : f32_bits(sum);
+      std::memcpy(&out[4 * i], &b, 4);
+    } else {
+      const uint16_t h = a.out_dtype == DType::Float16 ? ref_fp16(sum) : ref_bf16(sum);
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  }
+  return out;
+}
+
+// ---- Inputs -----------------------------------------------------------------------
+
+// Owns n sources of `count` x bytes and their scales, each placed at an odd offset (1)
+// inside its buffer so that no pointer is aligned.
+struct Inputs {
+  std::vector<std::vector<uint8_t>> xbuf, sbuf;
+  std::vector<const uint8_t*> x, s;
+  ReduceArgs args;
+
+  Inputs(DType xt, DType st, DType ot, int n, std::size_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::size_t g = gsize(st);
+    const std::size_t sbytes = st == DType::Float ? 4 : 1;
+    for (int k = 0; k < n; ++k) {
+      std::vector<uint8_t> xb(count + 1), sb(count / g * sbytes + 1);
+      for (std::size_t i = 0; i < count; ++i) xb[1 + i] = static_cast<uint8_t>(rng());
+      // Every code appears: a rotated 0..255 run at the start when there is room.
+      for (std::size_t i = 0; i < std::min<std::size_t>(count, 256); ++i)
+        xb[1 + i] = static_cast<uint8_t>(i + 37 * k);
+      for (std::size_t j = 0; j < count / g; ++j) {
+        if (st == DType::Float) {
+          const float v = random_scale(rng, j + k);
+          std::memcpy(&sb[1 + 4 * j], &v, 4);
+        } else {
+          static const uint8_t special[] = {0x00, 0xFE, 0xFF, 0x7F, 0x01, 0x80};
+          sb[1 + j] = (j + k) % 3 == 0 ? special[(j / 3 + k) % 6] : static_cast<uint8_t>(rng());
+        }
+      }
+      xbuf.push_back(std::move(xb));
+      sbuf.push_back(std::move(sb));
+    }
+    for (int k = 0; k < n; ++k) {
+      x.push_back(xbuf[k].data() + 1);
+      s.push_back(sbuf[k].data() + 1);
+    }
+    args.x_dtype = xt;
+    args.scales_dtype = st;
+    args.out_dtype = ot;
+    args.nsrc = n;
+    args.x = x.data();
+    args.scales = s.data();
+    args.count = count;
+  }
+
+  // fp32 scales: mostly "ordinary" magnitudes that push sums through the fp16/bf16
+  // normal, subnormal and overflow ranges, plus 0, -0, subnormals, huge, Inf, NaN.
+  static float random_scale(std::mt19937& rng, std::size_t j) {
+    static const uint32_t special[] = {
+        0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00400000u, 0x7F7FFFFFu,
+        0x7E800000u, 0xFE000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7FA00001u,
+        0xFFC00000u, 0x3F800000u, 0x33800000u, 0x38800000u};
+    if (j % 4 == 0) return bits_f32(special[(j / 4 + rng()) % 16]);
+    std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+    std::uniform_int_distribution<int> ex(-40, 20);
+    const float v = std::ldexp(mant(rng), ex(rng));
+    return (rng() & 1) ? -v : v;
+  }
+};
+
+std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
+  std::vector<uint8_t> out(a.count * out_size(a.out_dtype) + 1, 0xA5);
+  a.out = out.data() + 1;  // unaligned output too
+  fn(a);
+  EXPECT_EQ(out[0], 0xA5) << "wrote before the output";
+  return {out.begin() + 1, out.end()};
+}
+
+std::string first_diff(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want,
+                       std::size_t esize) {
+  for (std::size_t i = 0; i < got.size(); i += esize) {
+    if (std::memcmp(&got[i], &want[i], esize) != 0) {
+      uint32_t g = 0, w = 0;
+      std::memcpy(&g, &got[i], esize);
+      std::memcpy(&w, &want[i], esize);
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "element %zu: got 0x%08X want 0x%08X", i / esize, g, w);
+      return buf;
+    }
+  }
+  return "identical";
+}
+
+struct Combo {
+  DType x, s, o;
+};
+
+std::vector<Combo> all_combos() {
+  std::vector<Combo> c;
+  for (DType x : {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2})
+    for (DType s : {DType::Float, DType::Float8E8M0})
+      for (DType o : {DType::Float, DType::Float16, DType::BFloat16}) c.push_back({x, s, o});
+  return c;
+}
+
+std::string label(const Combo& c, int n, std::size_t count) {
+  return std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) + "->" +
+         std::string(qcoll::dtype_name(c.o)) + " n=" + std::to_string(n) +
+         " count=" + std::to_string(count);
+}
+
+const int kSources[] = {1, 2, 3, 4, 8};
+
+// ---- Reference self-checks (the reference against SPEC 6 values) -------------------
+
+TEST(KernelReference, MatchesSpecVectors) {
+  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x07), 0.013671875f);
+  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x7E), 448.0f);
+  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0xB8), -1.0f);
+  EXPECT_TRUE(std::isnan(ref_decode(DType::Float8E4M3FN, 0xFF)));
+  EXPECT_EQ(ref_decode(DType::Float8E5M2, 0x03), 3 * std::ldexp(1.0f, -16));
+  EXPECT_EQ(ref_decode(DType::Float8E5M2, 0x7B), 57344.0f);
+  EXPECT_EQ(ref_decode(DType::Float8E5M2, 0xFC), -HUGE_VALF);
+  EXPECT_TRUE(std::isnan(ref_decode(DType::Float8E5M2, 0x7D)));
+  EXPECT_EQ(ref_decode(DType::Float8E8M0, 0x00), std::ldexp(1.0f, -127));
+  EXPECT_EQ(ref_decode(DType::Float8E8M0, 0xFE), std::ldexp(1.0f, 127));
+  const std::pair<uint8_t, float> hif8[] = {
+      {0x08, 1.0f},   {0x09, 1.125f},  {0x10, 2.0f},  {0x18, 0.5f},  {0x20, 4.0f},
+      {0x2F, 15.0f},  {0x40, 16.0f},   {0x4F, 224.f}, {0x60, 256.f}, {0x61, 384.f},
+      {0x70, 0x1p-8f}, {0x7E, 0x1p-15f}, {0x7F, 1.5f * 0x1p-15f}, {0x01, 0x1p-22f},
+      {0x07, 0x1p-16f}, {0x88, -1.0f},  {0x6E, 32768.f}};
+  for (auto [b, v] : hif8) EXPECT_EQ(ref_decode(DType::HiFloat8, b), v) << int(b);
+  EXPECT_EQ(ref_decode(DType::HiFloat8, 0x6F), HUGE_VALF);
+  // Rounding helpers, on textbook values.
+  EXPECT_EQ(ref_fp16(1.0f), 0x3C00);
+  EXPECT_EQ(ref_fp16(65504.0f), 0x7BFF);
+  EXPECT_EQ(ref_fp16(65519.99f), 0x7BFF);
+  EXPECT_EQ(ref_fp16(65520.0f), 0x7C00);
+  EXPECT_EQ(ref_fp16(0x1p-24f), 0x0001);
+  EXPECT_EQ(ref_fp16(0x1p-25f), 0x0000);           // tie to even (0)
+  EXPECT_EQ(ref_fp16(3 * 0x1p-25f), 0x0002);       // tie to even (2)
+  EXPECT_EQ(ref_fp16(-0x1p-14f), 0x8400);
+  EXPECT_EQ(ref_fp16(1.0f + 0x1p-11f), 0x3C00);    // tie to even
+  EXPECT_EQ(ref_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);
+  EXPECT_EQ(ref_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(ref_bf16(bits_f32(0x3F808000u)), 0x3F80);  // tie to even
+  EXPECT_EQ(ref_bf16(bits_f32(0x3F818000u)), 0x3F82);
+  EXPECT_EQ(ref_bf16(bits_f32(0x7F7FFFFFu)), 0x7F80);  // rounds up to Inf
+  EXPECT_EQ(ref_bf16(bits_f32(0x00000001u)), 0x0000);
+  EXPECT_EQ(ref_bf16(bits_f32(0x80008000u)), 0x8000);  // tie to even (0)
+  EXPECT_EQ(ref_bf16(bits_f32(0x80018000u)), 0x8002);
+}
+
+// ---- Scalar path -------------------------------------------------------------------
+
+TEST(ScalarKernel, MatchesIndependentReference) {
+  uint32_t seed = 1;
+  for (const Combo& c : all_combos()) {
+    for (int n : kSources) {
+      for (std::size_t count : {std::size_t{128}, std::size_t{384}, std::size_t{4096 + 128}}) {
+        Inputs in(c.x, c.s, c.o, n, count, seed++);
+        const auto want = reference(in.args);
+        const auto got = run(qcoll::kernels::dequant_reduce_scalar, in.args);
+        ASSERT_EQ(got, want) << label(c, n, count) << ": "
+                             << first_diff(got, want, out_size(c.o));
+      }
+    }
+  }
+}
+
+// One source, scale 1.0, fp32 out: the output is exactly the decoded code.
+TEST(ScalarKernel, DecodesEveryCode) {
+  for (DType x : {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2}) {
+    std::vector<uint8_t> codes(256);
+    for (int i = 0; i < 256; ++i) codes[i] = static_cast<uint8_t>(i);
+    const float one = 1.0f;
+    std::vector<uint8_t> sc(2 * 4);
+    std::memcpy(&sc[0], &one, 4);
+    std::memcpy(&sc[4], &one, 4);
+    const uint8_t* xp = codes.data();
+    const uint8_t* sp = sc.data();
+    std::vector<float> out(256);
+    ReduceArgs a{x, DType::Float, DType::Float, 1, &xp, &sp, 256, out.data()};
+    qcoll::kernels::dequant_reduce_scalar(a);
+    for (int i = 0; i < 256; ++i) {
+      const float want = ref_decode(x, static_cast<uint8_t>(i));
+      // 0 + (-0) is +0, and NaN is canonical.
+      const uint32_t wb = std::isnan(want) ? 0x7FC00000u : f32_bits(want + 0.0f);
+      EXPECT_EQ(f32_bits(out[i]), wb) << qcoll::dtype_name(x) << " code " << i;
+    }
+  }
+}
+
+// INT8 code 1 with scale s gives cast(0 + s): checks the casts on chosen values.
+TEST(ScalarKernel, OutputCastEdgeValues) {
+  const uint32_t values[] = {
+      0x80000000u /* -0 -> +0 */, 0x477FF000u /* 65520 */, 0x477FEFFFu, 0x33000000u /* 2^-25 */,
+      0x33400000u, 0x387FE000u, 0x7F7FFFFFu, 0x3F808000u, 0x3F818000u, 0x00000001u,
+      0x7F800000u, 0xFF800000u, 0xFFC00001u, 0x7F800001u, 0xC77FF000u, 0x38000000u};
+  const std::size_t count = 128 * (sizeof values / sizeof values[0]);
+  std::vector<uint8_t> x(count, 1), sc(4 * count / 128);
+  for (std::size_t j = 0; j < count / 128; ++j) std::memcpy(&sc[4 * j], &values[j], 4);
+  const uint8_t* xp = x.data();
+  const uint8_t* sp = sc.data();
+  for (DType o : {DType::Float, DType::Float16, DType::BFloat16}) {
+    ReduceArgs a{DType::Int8, DType::Float, o, 1, &xp, &sp, count, nullptr};
+    const auto want = reference(a);
+    const auto got = run(qcoll::kernels::dequant_reduce_scalar, a);
+    EXPECT_EQ(got, want) << qcoll::dtype_name(o) << ": " << first_diff(got, want, out_size(o));
+  }
+  // Spot values written out: 0 + (-0) = +0; 65520 -> fp16 Inf; NaN canonical.
+  ReduceArgs a{DType::Int8, DType::Float, DType::Float16, 1, &xp, &sp, count, nullptr};
+  const auto got = run(qcoll::kernels::dequant_reduce_scalar, a);
+  auto at = [&](std::size_t j) { uint16_t h; std::memcpy(&h, &got[2 * 128 * j], 2); return h; };
+  EXPECT_EQ(at(0), 0x0000);
+  EXPECT_EQ(at(1), 0x7C00);
+  EXPECT_EQ(at(2), 0x7BFF);
+  EXPECT_EQ(at(3), 0x0000);
+  EXPECT_EQ(at(4), 0x0001);
+  EXPECT_EQ(at(12), 0x7E00);
+  EXPECT_EQ(at(13), 0x7E00);
+}
+
+TEST(ScalarKernel, BadArgumentsThrowBeforeWriting) {
+  std::vector<uint8_t> x(256, 0), sc(8, 0);
+  const uint8_t* xp = x.data();
+  const uint8_t* sp = sc.data();
+  std::vector<uint8_t> out(1024, 0xEE);
+  auto expect_throw = [&](ReduceArgs a, const std::string& needle) {
+    for (auto fn : {qcoll::kernels::dequant_reduce_scalar, qcoll::kernels::dequant_reduce}) {
+      try {
+        fn(a);
+        ADD_FAILURE() << "no throw for " << needle;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_EQ(out, std::vector<uint8_t>(1024, 0xEE));
+  };
+  const ReduceArgs ok{DType::Int8, DType::Float, DType::Float, 1, &xp, &sp, 256, out.data()};
+  EXPECT_EQ(qcoll::kernels::check_reduce_args(ok), "");
+  ReduceArgs a = ok;
+  a.count = 100;
+  expect_throw(a, "count: must be a multiple of the group size 128, got 100");
+  a = ok;
+  a.nsrc = 0;
+  expect_throw(a, "nsrc");
+  a = ok;
+  a.x_dtype = DType::Float16;
+  expect_throw(a, "x_dtype");
+  a = ok;
+  a.scales_dtype = DType::Int8;
+  expect_throw(a, "scales_dtype");
+  a = ok;
+  a.out_dtype = DType::Int8;
+  expect_throw(a, "out_dtype");
+  a = ok;
+  a.x = nullptr;
+  expect_throw(a, "x: must not be null");
+  a = ok;
+  a.out = nullptr;
+  expect_throw(a, "out: must not be null");
+  a = ok;
+  EXPECT_FALSE(qcoll::kernels::dequant_reduce_on_target("NO_SUCH_TARGET", a));
+}
+
+// ---- SIMD paths == scalar ----------------------------------------------------------
+
+void expect_same_as_scalar(const std::string& target) {
+  uint32_t seed = 1000;
+  for (const Combo& c : all_combos()) {
+    for (int n : kSources) {
+      for (std::size_t count :
+           {std::size_t{128}, std::size_t{384}, std::size_t{4096 + 128}, std::size_t{128 * 37}}) {
+        Inputs in(c.x, c.s, c.o, n, count, seed++);
+        const auto want = run(qcoll::kernels::dequant_reduce_scalar, in.args);
+        std::vector<uint8_t> out(count * out_size(c.o) + 1, 0xA5);
+        ReduceArgs a = in.args;
+        a.out = out.data() + 1;
+        if (target.empty()) {
+          qcoll::kernels::dequant_reduce(a);
+        } else {
+          ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(target, a)) << target;
+        }
+        EXPECT_EQ(out[0], 0xA5);
+        const std::vector<uint8_t> got(out.begin() + 1, out.end());
+        ASSERT_EQ(got, want) << (target.empty() ? "dispatch" : target) << " "
+                             << label(c, n, count) << ": " << first_diff(got, want, out_size(c.o));
+      }
+    }
+  }
+}
+
+TEST(SimdKernel, DispatchMatchesScalar) {
+  std::printf("dequant_reduce target: %s\n", qcoll::kernels::dequant_reduce_target());
+  expect_same_as_scalar("");
+}
+
+TEST(SimdKernel, EveryTargetMatchesScalar) {
+  const auto targets = qcoll::kernels::dequant_reduce_simd_targets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), qcoll::kernels::dequant_reduce_target());
+  for (const std::string& t : targets) {
+    SCOPED_TRACE(t);
+    std::printf("target %s\n", t.c_str());
+    expect_same_as_scalar(t);
+  }
+}
+
+// ---- Parallel == single thread ------------------------------------------------------
+
+TEST(ParallelKernel, MatchesSingleThread) {
+  uint32_t seed = 5000;
+  for (const Combo& c : all_combos()) {
+    for (int n : {1, 3, 8}) {
+      for (std::size_t count : {std::size_t{128}, std::size_t{384}, std::size_t{128 * 37},
+                                std::size_t{128 * 1000}}) {
+        Inputs in(c.x, c.s, c.o, n, count, seed++);
+        const auto want = run(qcoll::kernels::dequant_reduce, in.args);
+        for (int threads : {0, 1, 2, 3, 4}) {
+          std::vector<uint8_t> out(count * out_size(c.o) + 1, 0xA5);
+          ReduceArgs a = in.args;
+          a.out = out.data() + 1;
+          qcoll::kernels::dequant_reduce_parallel(a, threads);
+          const std::vector<uint8_t> got(out.begin() + 1, out.end());
+          ASSERT_EQ(got, want) << "threads=" << threads << " " << label(c, n, count) << ": "
+                               << first_diff(got, want, out_size(c.o));
+        }
+      }
+    }
+  }
+}
+
+TEST(ParallelKernel, ConcurrentCallersShareThePool) {
+  Inputs in(DType::Float8E4M3FN, DType::Float8E8M0, DType::BFloat16, 4, 32 * 2000, 77);
+  const auto want = run(qcoll::kernels::dequant_reduce, in.args);
+  std::vector<std::thread> callers;
+  std::vector<std::vector<uint8_t>> outs(4, std::vector<uint8_t>(want.size()));
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) {
+        ReduceArgs a = in.args;
+        a.out = outs[t].data();
+        qcoll::kernels::dequant_reduce_parallel(a, 3);
+      }
+    });
+  }
+  for (auto& th : callers) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(outs[t], want) << "caller " << t;
+}
+
+}  // namespace
