@@ -1,0 +1,74 @@
+#include "ops/agreement.hpp"
+
+#include <string>
+
+#include "ops/timeout.hpp"
+#include "ops/validate.hpp"
+#include "qcoll/dtype.hpp"
+
+namespace qcoll::ops {
+namespace {
+
+std::string op_string(int32_t op) {
+  if (op == int32_t(OpKind::ReduceScatter) || op == int32_t(OpKind::AllReduce))
+    return op_name(static_cast<OpKind>(op));
+  return "operator " + std::to_string(op);
+}
+std::string dtype_string(int32_t t) {
+  return is_known_dtype(t) ? std::string(dtype_name(static_cast<DType>(t))) : std::to_string(t);
+}
+std::string shape_of(const comm::CallDescriptor& d) {
+  std::string s = "[";
+  for (int i = 0; i < d.ndim && i < 3; ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);
+  return s + "]";
+}
+
+// The first field on which b differs from a: "x dtype: float8_e5m2 (rank 2) vs int8 (rank 0)".
+std::string first_difference(const comm::CallDescriptor& a, int ra, const comm::CallDescriptor& b,
+                             int rb) {
+  auto both = [&](const std::string& field, const std::string& va, const std::string& vb) {
+    return field + ": " + vb + " (rank " + std::to_string(rb) + ") vs " + va + " (rank " +
+           std::to_string(ra) + ")";
+  };
+  if (a.op != b.op) return both("operator", op_string(a.op), op_string(b.op));
+  if (a.x_dtype != b.x_dtype) return both("x dtype", dtype_string(a.x_dtype), dtype_string(b.x_dtype));
+  if (a.scales_dtype != b.scales_dtype)
+    return both("scales dtype", dtype_string(a.scales_dtype), dtype_string(b.scales_dtype));
+  if (a.out_dtype != b.out_dtype)
+    return both("output dtype", dtype_string(a.out_dtype), dtype_string(b.out_dtype));
+  return both("x shape", shape_of(a), shape_of(b));
+}
+
+}  // namespace
+
+Status check_agreement(const std::vector<comm::CallDescriptor>& all, const std::string& group) {
+  std::string failed;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    if (all[k].local_status == 0) continue;
+    failed += (failed.empty() ? "rank " : ", rank ") + std::to_string(k) + " (" +
+              std::string(status_name(static_cast<StatusCode>(all[k].local_status))) + ")";
+  }
+  if (!failed.empty())
+    return Status::Error(StatusCode::RuntimeError,
+                         "group '" + group + "': the call failed its checks on " + failed +
+                             " (see that rank's message); no rank moved data");
+  for (std::size_t k = 1; k < all.size(); ++k) {
+    if (comm::same_call(all[0], all[k])) continue;
+    return Status::Error(StatusCode::RuntimeError,
+                         "group '" + group + "': ranks disagree on the call: " +
+                             first_difference(all[0], 0, all[k], static_cast<int>(k)) +
+                             "; every rank must make the same call; no rank moved data");
+  }
+  return Status::Ok();
+}
+
+Status report_local_failure(comm::Communicator& c, const comm::CallDescriptor& partial,
+                            StatusCode code) {
+  if (!c.usable()) return Status::Error(StatusCode::RuntimeError, c.broken_reason());
+  comm::CallDescriptor d = partial;
+  d.local_status = static_cast<int32_t>(code);
+  std::vector<comm::CallDescriptor> all;
+  return c.allgather_descriptors(d, all, comm::Clock::now() + call_timeout());
+}
+
+}  // namespace qcoll::ops

@@ -1,0 +1,151 @@
+#include "ops/executor.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "comm/registry.hpp"
+#include "kernels/dequant_reduce.hpp"
+#include "ops/agreement.hpp"
+#include "ops/timeout.hpp"
+
+namespace qcoll::ops {
+namespace {
+
+// The descriptor a rank that failed phase one contributes: what it knows of its call.
+comm::CallDescriptor partial_descriptor(const OpRequest& req) {
+  comm::CallDescriptor d;
+  d.op = static_cast<int32_t>(req.op);
+  if (req.x != nullptr) {
+    d.x_dtype = req.x->dtype;
+    d.ndim = static_cast<int32_t>(req.x->dims.size());
+    for (std::size_t i = 0; i < req.x->dims.size() && i < 3; ++i) d.shape[i] = req.x->dims[i];
+  }
+  if (req.scales != nullptr) d.scales_dtype = req.scales->dtype;
+  if (req.output != nullptr) d.out_dtype = req.output->dtype;
+  return d;
+}
+
+std::string prefixed(OpKind op, const std::string& msg) {
+  return std::string(op_name(op)) + ": " + msg;
+}
+
+}  // namespace
+
+Executor::Executor(ValidatedCall c) : call_(std::move(c)) {
+  workspace_bytes_ = call_.comm->may_fail_mid_call() ? call_.out_bytes() : 0;
+}
+
+Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
+                         std::unique_ptr<Executor>* out) {
+  ValidatedCall call;
+  Status st = validate(req, &call);
+  if (!st.ok()) {
+    // Take part in this call's agreement if the group resolves, so peers fail fast.
+    if (req.group != nullptr && comm::check_group_name(req.group, "group").ok()) {
+      if (auto c = comm::resolve(req.group)) report_local_failure(*c, partial_descriptor(req), st.code);
+    }
+    return st;
+  }
+  std::unique_ptr<Executor> e(new Executor(std::move(call)));
+  *workspace_size = e->workspace_bytes_;
+  *out = std::move(e);
+  return Status::Ok();
+}
+
+void Executor::report_failure(StatusCode code) {
+  report_local_failure(*call_.comm, call_.descriptor(), code);
+}
+
+Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
+  comm::Communicator& c = *call_.comm;
+  const std::size_t H = call_.H;
+  const std::size_t osz = call_.out_elem_bytes();
+  const std::size_t block_bytes = call_.rows_per_rank() * H * osz;
+  // QuantAllReduce reduces into its own row block of the full output.
+  uint8_t* mine = call_.op == OpKind::AllReduce ? dst + static_cast<std::size_t>(c.rank()) * block_bytes
+                                                : dst;
+  const int n = c.size();
+  const ValidatedCall& vc = call_;
+  auto consume = [&vc, mine, H, osz, n](const comm::Chunk& chunk) -> Status {
+    kernels::ReduceArgs a;
+    a.x_dtype = vc.x_dtype;
+    a.scales_dtype = vc.scales_dtype;
+    a.out_dtype = vc.out_dtype;
+    a.nsrc = n;
+    a.x = chunk.x;
+    a.scales = chunk.scales;
+    a.count = chunk.rows * H;
+    a.out = mine + chunk.row_begin * H * osz;
+    kernels::dequant_reduce(a);
+    return Status::Ok();
+  };
+  Status st = c.exchange(call_.exchange_spec(), consume, deadline);
+  if (!st.ok() || call_.op == OpKind::ReduceScatter) return st;
+  return c.allgather_inplace(dst, block_bytes, deadline);
+}
+
+Status Executor::run(void* workspace, uint64_t workspace_size, const void* stream) {
+  comm::Communicator& c = *call_.comm;
+  const OpKind op = call_.op;
+
+  // Local checks of phase two's own arguments.
+  Status local;
+  if (stream != nullptr)
+    local = Status::Error(StatusCode::ParamInvalid,
+                          "stream: must be null (only synchronous execution is supported)");
+  else if (workspace_size < workspace_bytes_)
+    local = Status::Error(StatusCode::ParamInvalid,
+                          "workspaceSize: must be at least " + std::to_string(workspace_bytes_) +
+                              " bytes (as reported by phase one), got " +
+                              std::to_string(workspace_size));
+  else if (workspace_bytes_ > 0 && workspace == nullptr)
+    local = Status::Error(StatusCode::ParamNullptr,
+                          "workspace: must not be null (phase one asked for " +
+                              std::to_string(workspace_bytes_) + " bytes)");
+
+  if (!c.usable()) {
+    if (!local.ok()) return local;
+    return Status::Error(StatusCode::RuntimeError,
+                         prefixed(op, "group '" + c.name() + "' is unusable: " + c.broken_reason()));
+  }
+
+  const auto deadline = comm::Clock::now() + call_timeout();
+  comm::CallDescriptor mine = call_.descriptor();
+  mine.local_status = static_cast<int32_t>(local.code);
+  std::vector<comm::CallDescriptor> all;
+  Status st = c.allgather_descriptors(mine, all, deadline);
+  if (!local.ok()) return local;
+  if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
+  if (Status agree = check_agreement(all, c.name()); !agree.ok())
+    return Status::Error(agree.code, prefixed(op, agree.message));
+
+  if (!c.may_fail_mid_call()) {
+    st = compute(call_.out, deadline);
+    if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
+    return Status::Ok();
+  }
+
+  // Staged: compute into the workspace, agree on the outcome, then publish to the output.
+  st = compute(static_cast<uint8_t*>(workspace), deadline);
+  if (!c.usable()) {
+    return Status::Error(StatusCode::RuntimeError,
+                         prefixed(op, st.ok() ? c.broken_reason() : st.message));
+  }
+  comm::CallDescriptor outcome = call_.descriptor();
+  outcome.local_status = static_cast<int32_t>(st.ok() ? StatusCode::Success : st.code);
+  Status st2 = c.allgather_descriptors(outcome, all, deadline);
+  if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
+  if (!st2.ok()) return Status::Error(st2.code, prefixed(op, st2.message));
+  for (std::size_t k = 0; k < all.size(); ++k)
+    if (all[k].local_status != 0)
+      return Status::Error(StatusCode::RuntimeError,
+                           prefixed(op, "group '" + c.name() + "': rank " + std::to_string(k) +
+                                            " failed while moving data (" +
+                                            std::string(status_name(static_cast<StatusCode>(
+                                                all[k].local_status))) +
+                                            "); output left untouched"));
+  std::memcpy(call_.out, workspace, call_.out_bytes());
+  return Status::Ok();
+}
+
+}  // namespace qcoll::ops

@@ -1,0 +1,235 @@
+#include "ops/validate.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "comm/registry.hpp"
+
+namespace qcoll::ops {
+namespace {
+
+Status invalid(std::string msg) { return Status::Error(StatusCode::ParamInvalid, std::move(msg)); }
+Status nullptr_error(const char* param, const char* what) {
+  return Status::Error(StatusCode::ParamNullptr, std::string(param) + ": " + what);
+}
+
+std::string dtype_string(int32_t t) {
+  if (!is_known_dtype(t)) return std::to_string(t) + " (unknown dtype)";
+  return std::string(dtype_name(static_cast<DType>(t)));
+}
+
+bool is_x_dtype(int32_t t) {
+  return t == int32_t(DType::Int8) || t == int32_t(DType::HiFloat8) ||
+         t == int32_t(DType::Float8E4M3FN) || t == int32_t(DType::Float8E5M2);
+}
+bool is_out_dtype(int32_t t) {
+  return t == int32_t(DType::Float) || t == int32_t(DType::Float16) || t == int32_t(DType::BFloat16);
+}
+
+// Expected scales shape for x's shape (rule 8).
+std::vector<int64_t> expected_scales_shape(const std::vector<int64_t>& x, bool mx) {
+  std::vector<int64_t> s(x.begin(), x.end() - 1);
+  const int64_t H = x.back();
+  if (mx) {
+    s.push_back(H / 64);
+    s.push_back(2);
+  } else {
+    s.push_back(H / 128);
+  }
+  return s;
+}
+
+// Rule 10 for one tensor.
+Status check_layout(const char* param, const TensorDesc& t) {
+  if (t.format != kFormatND)
+    return invalid(std::string(param) + ": format must be ND (" + std::to_string(kFormatND) +
+                   "), got " + std::to_string(t.format));
+  const auto want = contiguous_strides(t.dims);
+  for (std::size_t i = 0; i < t.dims.size(); ++i) {
+    if (t.dims[i] == 1) continue;  // the stride of a size-1 dimension never matters
+    if (t.strides[i] != want[i])
+      return invalid(std::string(param) + ": must be contiguous: strides must be " +
+                     shape_string(want) + " for shape " + shape_string(t.dims) + ", got " +
+                     shape_string(t.strides));
+  }
+  if (!t.storage_dims.empty()) {
+    // Storage must hold offset + the view's elements. Products saturate (no overflow).
+    constexpr int64_t kBig = int64_t(1) << 62;
+    int64_t storage = 1;
+    for (int64_t d : t.storage_dims) storage = (d != 0 && storage > kBig / d) ? kBig : storage * d;
+    int64_t numel = 1;
+    for (int64_t d : t.dims) numel *= d;  // bounded by the shape rules
+    if (t.offset > kBig - numel || storage < t.offset + numel)
+      return invalid(std::string(param) + ": storage shape " + shape_string(t.storage_dims) +
+                     " holds " + std::to_string(storage) + " elements, the view needs offset + " +
+                     "elements = " + std::to_string(t.offset) + " + " + std::to_string(numel));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* op_name(OpKind op) {
+  return op == OpKind::AllReduce ? "QuantAllReduce" : "QuantReduceScatter";
+}
+
+std::size_t ValidatedCall::scales_row_bytes() const {
+  return scales_dtype == DType::Float8E8M0 ? H / 32 : H / 128 * 4;
+}
+std::size_t ValidatedCall::out_elem_bytes() const { return dtype_size(out_dtype); }
+std::size_t ValidatedCall::out_bytes() const {
+  const std::size_t out_rows = op == OpKind::AllReduce ? rows : rows_per_rank();
+  return out_rows * H * out_elem_bytes();
+}
+comm::ExchangeSpec ValidatedCall::exchange_spec() const {
+  comm::ExchangeSpec s;
+  s.x = x;
+  s.x_row_bytes = H;
+  s.scales = scales;
+  s.s_row_bytes = scales_row_bytes();
+  s.rows_per_rank = rows_per_rank();
+  return s;
+}
+comm::CallDescriptor ValidatedCall::descriptor() const {
+  comm::CallDescriptor d;
+  d.op = static_cast<int32_t>(op);
+  d.x_dtype = static_cast<int32_t>(x_dtype);
+  d.scales_dtype = static_cast<int32_t>(scales_dtype);
+  d.out_dtype = static_cast<int32_t>(out_dtype);
+  d.ndim = ndim;
+  for (int i = 0; i < 3; ++i) d.shape[i] = shape[i];
+  return d;
+}
+
+Status validate(const OpRequest& req, ValidatedCall* call) {
+  // Rule 1: pointers.
+  if (req.x == nullptr) return nullptr_error("x", "must not be null");
+  if (req.scales == nullptr) return nullptr_error("scales", "must not be null");
+  if (req.output == nullptr) return nullptr_error("output", "must not be null");
+  if (req.x->data == nullptr) return nullptr_error("x", "data pointer must not be null");
+  if (req.scales->data == nullptr) return nullptr_error("scales", "data pointer must not be null");
+  if (req.output->data == nullptr) return nullptr_error("output", "data pointer must not be null");
+  if (!req.has_workspace_size_out) return nullptr_error("workspaceSize", "must not be null");
+  if (!req.has_executor_out) return nullptr_error("executor", "must not be null");
+  const TensorDesc& x = *req.x;
+  const TensorDesc& sc = *req.scales;
+  const TensorDesc& out = *req.output;
+
+  // Rule 2: reduceOp.
+  if (req.reduce_op == nullptr) return invalid("reduceOp: must be \"sum\", got null");
+  if (std::strcmp(req.reduce_op, "sum") != 0)
+    return invalid(std::string("reduceOp: must be \"sum\" (the only reduction supported), got \"") +
+                   req.reduce_op + "\"");
+
+  // Rule 3: group.
+  if (Status st = comm::check_group_name(req.group, "group"); !st.ok()) return st;
+  auto comm = comm::resolve(req.group);
+  if (!comm)
+    return invalid(std::string("group: no communicator named '") + req.group +
+                   "' is registered for this thread or process (create and join it first)");
+  const int n = comm->size();
+  if (n != 2 && n != 4 && n != 8)
+    return invalid(std::string("group: communicator '") + req.group +
+                   "' must have 2, 4 or 8 ranks, got " + std::to_string(n));
+
+  // Rule 4: dtypes.
+  if (!is_x_dtype(x.dtype))
+    return invalid("x: dtype must be int8, hifloat8, float8_e4m3fn or float8_e5m2, got " +
+                   dtype_string(x.dtype));
+  const bool mx = sc.dtype == int32_t(DType::Float8E8M0);
+  if (sc.dtype != int32_t(DType::Float) && !mx)
+    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
+                   dtype_string(sc.dtype));
+  if (mx && x.dtype != int32_t(DType::Float8E4M3FN) && x.dtype != int32_t(DType::Float8E5M2))
+    return invalid("scales: float8_e8m0 (MX) scales need x dtype float8_e4m3fn or float8_e5m2, "
+                   "got x dtype " + dtype_string(x.dtype));
+  if (!is_out_dtype(out.dtype))
+    return invalid("output: dtype must be float, float16 or bfloat16, got " + dtype_string(out.dtype));
+
+  // Rule 5: x is 2-D or 3-D, no zero dimension.
+  if (x.dims.size() != 2 && x.dims.size() != 3)
+    return invalid("x: must be 2-D (BS, H) or 3-D (B, S, H), got " + std::to_string(x.dims.size()) +
+                   "-D shape " + shape_string(x.dims));
+  for (std::size_t i = 0; i < x.dims.size(); ++i)
+    if (x.dims[i] == 0)
+      return invalid("x: dimension " + std::to_string(i) +
+                     " must not be 0 (empty tensors are not supported), got shape " +
+                     shape_string(x.dims));
+  constexpr int64_t kMaxElems = int64_t(1) << 48;
+  int64_t numel = 1;
+  for (int64_t d : x.dims) {
+    if (d > kMaxElems / numel)
+      return invalid("x: shape " + shape_string(x.dims) + " has more than 2^48 elements");
+    numel *= d;
+  }
+  const int64_t H = x.dims.back();
+  const int64_t BS = numel / H;
+
+  // Rule 6: rows divisible by the group size.
+  if (BS % n != 0) {
+    const std::string what = x.dims.size() == 3 ? "B*S" : "BS";
+    return invalid("x: " + what + " must be a multiple of the group size " + std::to_string(n) +
+                   ", got " + what + " = " + std::to_string(BS) + " (shape " +
+                   shape_string(x.dims) + ")");
+  }
+
+  // Rule 7: H.
+  if (H % 128 != 0 || H < 1024 || H > 8192)
+    return invalid("x: H must be a multiple of 128 in [1024, 8192], got " + std::to_string(H));
+
+  // Rule 8: scales shape.
+  const auto want_scales = expected_scales_shape(x.dims, mx);
+  if (sc.dims != want_scales)
+    return invalid("scales: shape must be " + shape_string(want_scales) + " for x " +
+                   shape_string(x.dims) +
+                   (mx ? " (MX: group 32, layout (..., H/64, 2))" : " (pertoken-pergroup: group 128)") +
+                   ", got " + shape_string(sc.dims));
+
+  // Rule 9: output shape.
+  if (req.op == OpKind::ReduceScatter) {
+    const std::vector<int64_t> want = {BS / n, H};
+    if (out.dims != want)
+      return invalid("output: shape must be (BS/n, H) = " + shape_string(want) +
+                     " for QuantReduceScatter of x " + shape_string(x.dims) + " over " +
+                     std::to_string(n) + " ranks, got " + shape_string(out.dims));
+  } else if (out.dims != x.dims) {
+    return invalid("output: shape must equal x's shape " + shape_string(x.dims) +
+                   " for QuantAllReduce, got " + shape_string(out.dims));
+  }
+
+  // Rule 10: contiguous ND.
+  if (Status st = check_layout("x", x); !st.ok()) return st;
+  if (Status st = check_layout("scales", sc); !st.ok()) return st;
+  if (Status st = check_layout("output", out); !st.ok()) return st;
+
+  ValidatedCall c;
+  c.op = req.op;
+  c.comm = comm;
+  c.x_dtype = static_cast<DType>(x.dtype);
+  c.scales_dtype = static_cast<DType>(sc.dtype);
+  c.out_dtype = static_cast<DType>(out.dtype);
+  c.ndim = static_cast<int>(x.dims.size());
+  for (std::size_t i = 0; i < x.dims.size(); ++i) c.shape[i] = x.dims[i];
+  c.rows = static_cast<std::size_t>(BS);
+  c.H = static_cast<std::size_t>(H);
+  c.x = static_cast<const uint8_t*>(x.data) + x.offset;
+  c.scales = static_cast<const uint8_t*>(sc.data) +
+             static_cast<std::size_t>(sc.offset) * dtype_size(c.scales_dtype);
+  c.out = static_cast<uint8_t*>(out.data) +
+          static_cast<std::size_t>(out.offset) * dtype_size(c.out_dtype);
+
+  // Rule 11: the staging window must hold at least one chunk.
+  if (comm->window_bytes() > 0 && comm->max_chunk_rows(c.exchange_spec()) == 0) {
+    const std::size_t w = comm->window_bytes();
+    return invalid("HCCL_BUFFSIZE: the communication window of " + std::to_string(w) + " bytes (" +
+                   std::to_string(w >> 20) + " MB) of group '" + comm->name() +
+                   "' cannot hold one chunk (one row: " + std::to_string(c.H) + " bytes of x and " +
+                   std::to_string(c.scales_row_bytes()) + " bytes of scales per rank, " +
+                   std::to_string(n) + " ranks); raise HCCL_BUFFSIZE (MB)");
+  }
+
+  *call = std::move(c);
+  return Status::Ok();
+}
+
+}  // namespace qcoll::ops

@@ -1,0 +1,56 @@
+// Phase one checks: every rule of SPEC 3.4, in order. Messages name the parameter, the
+// rule, the value seen and the value expected.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "comm/communicator.hpp"
+#include "ops/tensor_desc.hpp"
+#include "qcoll/dtype.hpp"
+#include "qcoll/status.hpp"
+
+namespace qcoll::ops {
+
+enum class OpKind : int32_t { ReduceScatter = 1, AllReduce = 2 };  // = CallDescriptor::op
+const char* op_name(OpKind op);  // "QuantReduceScatter", "QuantAllReduce"
+
+struct OpRequest {
+  OpKind op = OpKind::ReduceScatter;
+  const TensorDesc* x = nullptr;
+  const TensorDesc* scales = nullptr;
+  const char* group = nullptr;
+  const char* reduce_op = nullptr;
+  const TensorDesc* output = nullptr;
+  bool has_workspace_size_out = true;  // the workspaceSize out-pointer is non-null
+  bool has_executor_out = true;        // the executor out-pointer is non-null
+};
+
+// A call that passed every rule.
+struct ValidatedCall {
+  OpKind op = OpKind::ReduceScatter;
+  std::shared_ptr<comm::Communicator> comm;
+  DType x_dtype = DType::Int8;
+  DType scales_dtype = DType::Float;
+  DType out_dtype = DType::Float;
+  int ndim = 2;
+  int64_t shape[3] = {0, 0, 0};   // x's shape
+  std::size_t rows = 0;           // BS (B*S for 3-D x)
+  std::size_t H = 0;
+  const uint8_t* x = nullptr;     // data + offset, in bytes
+  const uint8_t* scales = nullptr;
+  uint8_t* out = nullptr;
+
+  std::size_t nranks() const { return static_cast<std::size_t>(comm->size()); }
+  std::size_t rows_per_rank() const { return rows / nranks(); }
+  std::size_t scales_row_bytes() const;  // H/128*4 (fp32 scales) or H/32 (E8M0)
+  std::size_t out_elem_bytes() const;
+  std::size_t out_bytes() const;          // bytes of the whole output
+  comm::ExchangeSpec exchange_spec() const;
+  comm::CallDescriptor descriptor() const;
+};
+
+// Checks rules 1-11 in order; on success fills *call.
+Status validate(const OpRequest& req, ValidatedCall* call);
+
+}  // namespace qcoll::ops
