@@ -1,0 +1,139 @@
+// qcoll C++ API: quantized reduce-scatter and all-reduce, over the C API (qcoll.h).
+//
+//   qcoll::ThreadGroup group("tp", 4);                       // once, any thread
+//   // in each of 4 threads, rank r:
+//   auto member = group.join(r);                              // this thread is rank r
+//   qcoll::quant_reduce_scatter(qcoll::view(xq, qcoll::DType::Float8E4M3FN, {BS, H}),
+//                               qcoll::view(scales, qcoll::DType::Float, {BS, H / 128}),
+//                               group, qcoll::view(out, qcoll::DType::BFloat16, {BS / 4, H}));
+//
+// Every operator call is collective: all ranks of the group make the same call. Errors
+// throw qcoll::Error (code + message); the try_ variants return a qcoll::Status instead.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "qcoll/dtype.hpp"
+#include "qcoll/status.hpp"
+
+struct qcollThreadGroup;
+
+namespace qcoll {
+
+// An error status as an exception. what() is "<STATUS_NAME>: <message>".
+class Error : public std::runtime_error {
+ public:
+  Error(StatusCode code, const std::string& message);
+  explicit Error(const Status& st) : Error(st.code, st.message) {}
+  StatusCode code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  StatusCode code_;
+  std::string message_;
+};
+
+// Throws Error if !st.ok().
+void throw_if_error(const Status& st);
+
+// A contiguous ND tensor over memory it does not own. The operators never write x or
+// scales, so views of const data are fine for them.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::Float;
+  std::vector<int64_t> shape;
+
+  std::size_t numel() const;   // product of shape (1 for an empty shape)
+  std::size_t nbytes() const;  // numel() * dtype_size(dtype)
+};
+
+// A view of `bytes` bytes at `data`; throws Error(PARAM_INVALID) unless
+// bytes == numel(shape) * dtype_size(dtype).
+TensorView view_bytes(const void* data, std::size_t bytes, DType dtype, std::vector<int64_t> shape);
+
+template <class T>
+TensorView view(std::span<T> data, DType dtype, std::vector<int64_t> shape) {
+  return view_bytes(data.data(), data.size_bytes(), dtype, std::move(shape));
+}
+template <class T>
+TensorView view(std::vector<T>& data, DType dtype, std::vector<int64_t> shape) {
+  return view_bytes(data.data(), data.size() * sizeof(T), dtype, std::move(shape));
+}
+template <class T>
+TensorView view(const std::vector<T>& data, DType dtype, std::vector<int64_t> shape) {
+  return view_bytes(data.data(), data.size() * sizeof(T), dtype, std::move(shape));
+}
+
+// Shape of QuantReduceScatter's output for x of shape x_shape over nranks ranks:
+// (BS/nranks, H). Throws Error(PARAM_INVALID) if x_shape is not 2-D/3-D or BS % nranks != 0.
+std::vector<int64_t> reduce_scatter_output_shape(const std::vector<int64_t>& x_shape, int nranks);
+
+// An in-process group of thread ranks (qcollThreadGroupCreate). The name stays reserved
+// until the group and every Membership of it are gone.
+class ThreadGroup {
+ public:
+  // Throws Error: name empty or >= 128 characters, nranks outside [1, 1024], name in use.
+  ThreadGroup(const std::string& name, int nranks);
+  ThreadGroup(ThreadGroup&&) noexcept = default;
+  ThreadGroup& operator=(ThreadGroup&&) noexcept = default;
+
+  const std::string& name() const { return name_; }
+  int size() const { return size_; }
+
+  // The calling thread's membership as one rank; leaves the group when destroyed (on the
+  // thread that joined).
+  class Membership {
+   public:
+    Membership(Membership&& o) noexcept;
+    Membership& operator=(Membership&& o) noexcept;
+    Membership(const Membership&) = delete;
+    Membership& operator=(const Membership&) = delete;
+    ~Membership();
+    int rank() const { return rank_; }
+    void leave();  // early leave (same thread); idempotent
+
+   private:
+    friend class ThreadGroup;
+    Membership(std::shared_ptr<qcollThreadGroup> g, int rank) : group_(std::move(g)), rank_(rank) {}
+    std::shared_ptr<qcollThreadGroup> group_;
+    int rank_ = -1;
+  };
+
+  // Registers the calling thread as `rank` (throws Error: rank out of range, rank already
+  // joined, thread already in a group of this name).
+  [[nodiscard]] Membership join(int rank);
+
+ private:
+  std::shared_ptr<qcollThreadGroup> handle_;
+  std::string name_;
+  int size_ = 0;
+};
+
+// The operators (collective; every rank calls with the same dtypes and shapes).
+// `group` names a communicator registered for the calling thread or process.
+void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
+                          const TensorView& out, const std::string& reduce_op = "sum");
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
+                      const TensorView& out, const std::string& reduce_op = "sum");
+Status try_quant_reduce_scatter(const TensorView& x, const TensorView& scales,
+                                const std::string& group, const TensorView& out,
+                                const std::string& reduce_op = "sum") noexcept;
+Status try_quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
+                            const TensorView& out, const std::string& reduce_op = "sum") noexcept;
+
+inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales,
+                                 const ThreadGroup& group, const TensorView& out,
+                                 const std::string& reduce_op = "sum") {
+  quant_reduce_scatter(x, scales, group.name(), out, reduce_op);
+}
+inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
+                             const TensorView& out, const std::string& reduce_op = "sum") {
+  quant_all_reduce(x, scales, group.name(), out, reduce_op);
+}
+
+}  // namespace qcoll

@@ -1,0 +1,96 @@
+// The two-phase C functions of QuantReduceScatter and QuantAllReduce.
+#include "api/handles.hpp"
+
+using qcoll::Status;
+using qcoll::StatusCode;
+using qcoll::ops::OpKind;
+
+namespace {
+
+qcollStatus get_workspace_size(OpKind op, const qcollTensor* x, const qcollTensor* scales,
+                               const char* group, const char* reduceOp, qcollTensor* output,
+                               uint64_t* workspaceSize, qcollOpExecutor** executor) {
+  return qcoll::api::guarded([&]() -> Status {
+    if (executor != nullptr) *executor = nullptr;
+    qcoll::ops::OpRequest req;
+    req.op = op;
+    req.x = x ? &x->desc : nullptr;
+    req.scales = scales ? &scales->desc : nullptr;
+    req.output = output ? &output->desc : nullptr;
+    req.group = group;
+    req.reduce_op = reduceOp;
+    req.has_workspace_size_out = workspaceSize != nullptr;
+    req.has_executor_out = executor != nullptr;
+    auto handle = std::make_unique<qcollOpExecutor>();
+    uint64_t ws = 0;
+    Status st = qcoll::ops::Executor::prepare(req, &ws, &handle->impl);
+    if (!st.ok()) return st;
+    *workspaceSize = ws;
+    *executor = handle.release();
+    return Status::Ok();
+  });
+}
+
+qcollStatus run(OpKind op, void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
+                qcollStream stream) {
+  return qcoll::api::guarded([&]() -> Status {
+    if (executor == nullptr) return Status::Error(StatusCode::ParamNullptr, "executor: must not be null");
+    if (executor->magic != qcollOpExecutor::kMagic || !executor->impl)
+      return Status::Error(StatusCode::ParamInvalid,
+                           "executor: not an executor from phase one (already run or destroyed?)");
+    // Single use: released whatever the outcome.
+    std::unique_ptr<qcollOpExecutor> owned(executor);
+    owned->magic = 0;
+    if (owned->impl->op() != op) {
+      owned->impl->report_failure(StatusCode::ParamInvalid);
+      return Status::Error(StatusCode::ParamInvalid,
+                           std::string("executor: built for ") + qcoll::ops::op_name(owned->impl->op()) +
+                               ", passed to " + qcoll::ops::op_name(op) + " (executor released)");
+    }
+    return owned->impl->run(workspace, workspaceSize, stream);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor* x, const qcollTensor* scales,
+                                                    const char* group, const char* reduceOp,
+                                                    qcollTensor* output, uint64_t* workspaceSize,
+                                                    qcollOpExecutor** executor) {
+  return get_workspace_size(OpKind::ReduceScatter, x, scales, group, reduceOp, output,
+                            workspaceSize, executor);
+}
+
+qcollStatus qcollQuantReduceScatter(void* workspace, uint64_t workspaceSize,
+                                    qcollOpExecutor* executor, qcollStream stream) {
+  return run(OpKind::ReduceScatter, workspace, workspaceSize, executor, stream);
+}
+
+qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor* x, const qcollTensor* scales,
+                                                const char* group, const char* reduceOp,
+                                                qcollTensor* output, uint64_t* workspaceSize,
+                                                qcollOpExecutor** executor) {
+  return get_workspace_size(OpKind::AllReduce, x, scales, group, reduceOp, output, workspaceSize,
+                            executor);
+}
+
+qcollStatus qcollQuantAllReduce(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
+                                qcollStream stream) {
+  return run(OpKind::AllReduce, workspace, workspaceSize, executor, stream);
+}
+
+qcollStatus qcollDestroyExecutor(qcollOpExecutor* executor) {
+  return qcoll::api::guarded([&]() -> Status {
+    if (executor == nullptr) return Status::Ok();
+    if (executor->magic != qcollOpExecutor::kMagic)
+      return Status::Error(StatusCode::ParamInvalid,
+                           "executor: not an executor from phase one (already run or destroyed?)");
+    executor->magic = 0;
+    delete executor;
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"
