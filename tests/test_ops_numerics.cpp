@@ -1,0 +1,175 @@
+// Both operators, every dtype combination, output dtype, group size and x rank, bit for bit
+// against the plain reference of ops_reference.hpp (NaN matches any NaN: payloads are not
+// part of the contract). QuantAllReduce: every rank's output is bit-identical.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <tuple>
+
+#include "ops_harness.hpp"
+#include "ops_reference.hpp"
+
+using harness::Op;
+using qcoll::DType;
+
+namespace {
+
+struct Combo {
+  DType x, s;
+};
+const Combo kCombos[] = {
+    {DType::Int8, DType::Float},         {DType::HiFloat8, DType::Float},
+    {DType::Float8E4M3FN, DType::Float}, {DType::Float8E5M2, DType::Float},
+    {DType::Float8E4M3FN, DType::Float8E8M0}, {DType::Float8E5M2, DType::Float8E8M0},
+};
+constexpr std::size_t H = 1024;
+
+// Rank k's inputs: every byte code appears, plus random codes; scales with specials.
+void make_inputs(const Combo& c, int k, std::size_t rows, std::vector<uint8_t>& x,
+                 std::vector<uint8_t>& scales) {
+  std::mt19937 rng(1234u + 977u * static_cast<unsigned>(k) + 31u * static_cast<unsigned>(c.x) +
+                   static_cast<unsigned>(c.s));
+  x.resize(rows * H);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = i < 256 ? static_cast<uint8_t>((i + 37u * static_cast<unsigned>(k)) & 0xFF)
+                   : static_cast<uint8_t>(rng());
+  if (c.s == DType::Float) {
+    const std::size_t ng = rows * H / 128;
+    scales.resize(ng * 4);
+    for (std::size_t g = 0; g < ng; ++g) {
+      float s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f,
+                           static_cast<int>(rng() % 21) - 10);
+      switch ((g + static_cast<std::size_t>(k)) % 11) {
+        case 3: s = 1e-40f; break;            // fp32 subnormal scale
+        case 5: s = 0.0f; break;
+        case 7: s = -s; break;
+        case 9: s = std::ldexp(1.0f, 110); break;  // overflows fp32/fp16 with large codes
+        default: break;
+      }
+      std::memcpy(scales.data() + g * 4, &s, 4);
+    }
+  } else {
+    const std::size_t ng = rows * H / 32;
+    scales.resize(ng);
+    for (std::size_t g = 0; g < ng; ++g) scales[g] = static_cast<uint8_t>(0x70 + rng() % 32);
+    const uint8_t specials[] = {0x00, 0xFE, 0xFF, 0x01, 0x7F};
+    for (std::size_t i = 0; i < 5; ++i) scales[(7 * i + static_cast<std::size_t>(k)) % ng] = specials[i];
+  }
+}
+
+class OpsNumerics : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(OpsNumerics, BitExactAgainstReference) {
+  const Combo c = kCombos[std::get<0>(GetParam())];
+  const int n = std::get<1>(GetParam());
+  const std::size_t rows = static_cast<std::size_t>(2 * n);  // BS
+  std::vector<std::vector<uint8_t>> xs(n), ss(n);
+  for (int k = 0; k < n; ++k) make_inputs(c, k, rows, xs[k], ss[k]);
+  harness::Group group(n);
+
+  for (DType odt : {DType::Float, DType::Float16, DType::BFloat16}) {
+    const std::size_t osz = qcoll::dtype_size(odt);
+    const auto full_ref = ref::reduce_rows(c.x, c.s, odt, xs, ss, H, 0, rows);
+    for (int ndim : {2, 3}) {
+      for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+        SCOPED_TRACE(std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) +
+                     " -> " + std::string(qcoll::dtype_name(odt)) + ", n=" + std::to_string(n) +
+                     ", " + std::to_string(ndim) + "-D, " +
+                     (op == Op::ReduceScatter ? "QuantReduceScatter" : "QuantAllReduce"));
+        const std::vector<int64_t> xshape =
+            ndim == 2 ? std::vector<int64_t>{int64_t(rows), int64_t(H)}
+                      : std::vector<int64_t>{2, int64_t(rows / 2), int64_t(H)};
+        std::vector<int64_t> sshape(xshape.begin(), xshape.end() - 1);
+        if (c.s == DType::Float) {
+          sshape.push_back(H / 128);
+        } else {
+          sshape.push_back(H / 64);
+          sshape.push_back(2);
+        }
+        const std::size_t out_rows = op == Op::ReduceScatter ? rows / n : rows;
+        const std::vector<int64_t> oshape =
+            op == Op::ReduceScatter ? std::vector<int64_t>{int64_t(out_rows), int64_t(H)} : xshape;
+        std::vector<std::vector<uint8_t>> outs(n, std::vector<uint8_t>(out_rows * H * osz, 0xA5));
+        std::vector<qcollStatus> st(n, -1);
+        group.run([&](int r) {
+          harness::Tensor tx(xshape, qcollDataType(c.x), xs[r].data());
+          harness::Tensor ts(sshape, qcollDataType(c.s), ss[r].data());
+          harness::Tensor to(oshape, qcollDataType(odt), outs[r].data());
+          st[r] = harness::call_op(op, tx.get(), ts.get(), group.name(), to.get());
+        });
+        for (int r = 0; r < n; ++r) {
+          ASSERT_EQ(st[r], QCOLL_SUCCESS) << "rank " << r;
+          const std::size_t row0 = op == Op::ReduceScatter ? r * out_rows : 0;
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < out_rows * H; ++i) {
+            const uint8_t* want = full_ref.data() + (row0 * H + i) * osz;
+            if (!ref::same_result(odt, outs[r].data() + i * osz, want) && bad++ < 3) {
+              ADD_FAILURE() << "rank " << r << " element " << i << " differs from the reference";
+            }
+          }
+          EXPECT_EQ(bad, 0u) << "rank " << r;
+          if (op == Op::AllReduce) {
+            EXPECT_EQ(outs[r], outs[0]) << "rank " << r << " vs rank 0";
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCombos, OpsNumerics,
+                         ::testing::Combine(::testing::Range(0, 6), ::testing::Values(2, 4, 8)),
+                         [](const auto& info) {
+                           const Combo c = kCombos[std::get<0>(info.param)];
+                           return std::string(qcoll::dtype_name(c.x)) + "_" +
+                                  std::string(qcoll::dtype_name(c.s)) + "_n" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// The reference itself against SPEC 6's vectors, so that a wrong reference cannot hide a
+// wrong library.
+TEST(OpsReference, DecodersMatchSpecVectors) {
+  EXPECT_EQ(ref::decode_e4m3fn(0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(ref::decode_e4m3fn(0x07), 0.013671875f);
+  EXPECT_EQ(ref::decode_e4m3fn(0x7E), 448.0f);
+  EXPECT_TRUE(std::isnan(ref::decode_e4m3fn(0x7F)));
+  EXPECT_EQ(ref::decode_e4m3fn(0xB8), -1.0f);
+  EXPECT_EQ(ref::decode_e5m2(0x03), 3 * std::ldexp(1.0f, -16));
+  EXPECT_EQ(ref::decode_e5m2(0x7B), 57344.0f);
+  EXPECT_EQ(ref::decode_e5m2(0xFC), -INFINITY);
+  EXPECT_TRUE(std::isnan(ref::decode_e5m2(0x7D)));
+  EXPECT_EQ(ref::decode_e8m0(0x00), std::ldexp(1.0f, -127));
+  EXPECT_EQ(ref::decode_e8m0(0xFE), std::ldexp(1.0f, 127));
+  EXPECT_TRUE(std::isnan(ref::decode_e8m0(0xFF)));
+  const std::pair<uint8_t, float> hif8[] = {
+      {0x08, 1.0f},   {0x09, 1.125f}, {0x10, 2.0f},  {0x18, 0.5f},   {0x20, 4.0f},
+      {0x2F, 15.0f},  {0x40, 16.0f},  {0x4F, 224.0f}, {0x60, 256.0f}, {0x61, 384.0f},
+      {0x70, std::ldexp(1.0f, -8)},  {0x7E, std::ldexp(1.0f, -15)},
+      {0x7F, 1.5f * std::ldexp(1.0f, -15)}, {0x01, std::ldexp(1.0f, -22)},
+      {0x07, std::ldexp(1.0f, -16)}, {0x88, -1.0f}, {0x6E, 32768.0f}, {0x00, 0.0f}};
+  for (auto [b, v] : hif8) EXPECT_EQ(ref::decode_hif8(b), v) << int(b);
+  EXPECT_TRUE(std::isnan(ref::decode_hif8(0x80)));
+  EXPECT_EQ(ref::decode_hif8(0xEF), -INFINITY);
+}
+
+TEST(OpsReference, CastsRoundToNearestEven) {
+  EXPECT_EQ(ref::to_fp16(1.0f), 0x3C00);
+  EXPECT_EQ(ref::to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);        // tie -> even
+  EXPECT_EQ(ref::to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);    // tie -> even (up)
+  EXPECT_EQ(ref::to_fp16(65504.0f), 0x7BFF);
+  EXPECT_EQ(ref::to_fp16(65520.0f), 0x7C00);                            // overflow after rounding
+  EXPECT_EQ(ref::to_fp16(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(ref::to_fp16(std::ldexp(1.0f, -25)), 0x0000);               // tie -> even (0)
+  EXPECT_EQ(ref::to_fp16(std::ldexp(3.0f, -26)), 0x0001);
+  EXPECT_EQ(ref::to_fp16(-std::ldexp(1.0f, -14)), 0x8400);
+  EXPECT_EQ(ref::to_fp16(std::ldexp(1023.5f, -24)), 0x0400);            // rounds up to min normal
+  EXPECT_EQ(ref::to_fp16(-INFINITY), 0xFC00);
+  EXPECT_EQ(ref::to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(ref::to_bf16(std::bit_cast<float>(0x3F808000u)), 0x3F80);   // tie -> even
+  EXPECT_EQ(ref::to_bf16(std::bit_cast<float>(0x3F818000u)), 0x3F82);
+  EXPECT_EQ(ref::to_bf16(std::bit_cast<float>(0x7F7FFFFFu)), 0x7F80);   // rounds to Inf
+  EXPECT_EQ(ref::to_bf16(NAN) & 0x7FC0, 0x7FC0);
+}
+
+}  // namespace
