@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "comm/registry.hpp"
 #include "kernels/dequant_reduce.hpp"
@@ -81,15 +80,7 @@ Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
     return Status::Ok();
   };
   Status st = c.exchange(call_.exchange_spec(), consume, deadline);
-  if (call_.op == OpKind::ReduceScatter) return st;
-  if (!st.ok()) {
-    // Stay in step with the peers (they go on to the all-gather) without touching dst.
-    if (c.usable()) {
-      std::vector<uint8_t> scratch(call_.out_bytes());
-      c.allgather_inplace(scratch.data(), block_bytes, deadline);
-    }
-    return st;
-  }
+  if (!st.ok() || call_.op == OpKind::ReduceScatter) return st;
   return c.allgather_inplace(dst, block_bytes, deadline);
 }
 
@@ -115,9 +106,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size, const void* strea
   if (!c.usable()) {
     if (!local.ok()) return local;
     return Status::Error(StatusCode::RuntimeError,
-                         prefixed(op, "group '" + c.name() + "' is unusable after an earlier failure (" +
-                                          c.broken_reason() +
-                                          "); every call on it fails: destroy it and create it again"));
+                         prefixed(op, "group '" + c.name() + "' is unusable: " + c.broken_reason()));
   }
 
   const auto deadline = comm::Clock::now() + call_timeout();

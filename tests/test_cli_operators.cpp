@@ -1,0 +1,453 @@
+// The qcoll program's operator commands, run as a user would (env QCOLL_CLI = the binary).
+// Inputs are .npy bytes built here by hand; outputs are read back with a minimal reader of
+// this file and compared bit for bit with a plain reference written here (decode formulas,
+// fp32 multiply then add in rank order, round-to-nearest-even casts). Refusals must exit
+// non-zero, explain themselves on stderr, and create no output file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+// ---- .npy files, by hand -------------------------------------------------------------------
+
+std::string shape_tuple(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+void write_npy(const fs::path& path, const std::string& descr, const std::vector<int64_t>& shape, const Bytes& data) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape_tuple(shape) + ", }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  Bytes b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size() & 0xFF),
+             static_cast<uint8_t>(header.size() >> 8)};
+  b.insert(b.end(), header.begin(), header.end());
+  b.insert(b.end(), data.begin(), data.end());
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+struct NpyFile {
+  std::string descr;
+  std::vector<int64_t> shape;
+  Bytes data;
+};
+
+// Reads a version 1.0 file; enough for what the qcoll tools write for these shapes.
+NpyFile read_npy(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  Bytes b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  NpyFile out;
+  if (b.size() < 10 || std::memcmp(b.data(), "\x93NUMPY\x01\x00", 8) != 0) {
+    ADD_FAILURE() << path << ": not a version 1.0 .npy file";
+    return out;
+  }
+  std::size_t hlen = b[8] | (b[9] << 8);
+  std::string header(b.begin() + 10, b.begin() + 10 + static_cast<std::ptrdiff_t>(hlen));
+  EXPECT_EQ((10 + hlen) % 64, 0u) << path;
+  EXPECT_NE(header.find("'fortran_order': False"), std::string::npos) << header;
+  std::size_t d = header.find("'descr': '") + 10;
+  out.descr = header.substr(d, header.find('\'', d) - d);
+  std::size_t s = header.find("'shape': (") + 10;
+  std::stringstream dims(header.substr(s, header.find(')', s) - s));
+  std::string item;
+  while (std::getline(dims, item, ','))
+    if (item.find_first_not_of(' ') != std::string::npos) out.shape.push_back(std::stoll(item));
+  out.data.assign(b.begin() + 10 + static_cast<std::ptrdiff_t>(hlen), b.end());
+  return out;
+}
+
+// ---- reference numerics ---------------------------------------------------------------------
+
+float decode_int8(uint8_t b) { return static_cast<float>(static_cast<int8_t>(b)); }
+// E4M3FN: bias 7, subnormal m * 2^-9 (no NaN bytes are generated here).
+float decode_e4m3(uint8_t b) {
+  int e = (b >> 3) & 0xF, m = b & 7;
+  float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1.0f + m / 8.0f, e - 7);
+  return (b & 0x80) ? -mag : mag;
+}
+// E5M2: bias 15, subnormal m * 2^-16 (no Inf/NaN bytes are generated here).
+float decode_e5m2(uint8_t b) {
+  int e = (b >> 2) & 0x1F, m = b & 3;
+  float mag = e == 0 ? std::ldexp(static_cast<float>(m), -16) : std::ldexp(1.0f + m / 4.0f, e - 15);
+  return (b & 0x80) ? -mag : mag;
+}
+float decode_e8m0(uint8_t b) { return std::ldexp(1.0f, b - 127); }
+
+uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+uint16_t bf16_rne(float f) {  // finite inputs
+  uint32_t u = f32_bits(f);
+  return static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+uint16_t f16_rne(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+
+enum class XType { Int8, E4M3, E5M2 };
+
+struct Case {
+  XType x;
+  bool mx;              // E8M0 scales (group 32), else fp32 scales (group 128)
+  int n;
+  std::vector<int64_t> x_shape;
+  std::string out_dtype;  // float, float16, bfloat16
+  bool int8_as_uint8 = false;
+};
+
+struct RankInput {
+  Bytes x;
+  Bytes scales;  // fp32 little-endian or E8M0 bytes
+};
+
+std::vector<RankInput> random_inputs(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::size_t count = 1;
+  for (auto d : c.x_shape) count *= static_cast<std::size_t>(d);
+  std::vector<RankInput> in(static_cast<std::size_t>(c.n));
+  for (auto& r : in) {
+    r.x.resize(count);
+    for (auto& b : r.x) {
+      do {
+        b = static_cast<uint8_t>(rng());
+      } while ((c.x == XType::E4M3 && (b & 0x7F) == 0x7F) || (c.x == XType::E5M2 && (b & 0x7C) == 0x7C));
+    }
+    if (c.mx) {
+      r.scales.resize(count / 32);
+      for (auto& b : r.scales) b = static_cast<uint8_t>(0x70 + rng() % 32);
+    } else {
+      for (std::size_t g = 0; g < count / 128; ++g) {
+        float s = std::ldexp(1.0f + (rng() % 1000) / 1000.0f, -static_cast<int>(rng() % 12));
+        uint32_t u = f32_bits(s);
+        for (int i = 0; i < 4; ++i) r.scales.push_back(static_cast<uint8_t>(u >> (8 * i)));
+      }
+    }
+  }
+  return in;
+}
+
+float dequant(const Case& c, const RankInput& r, std::size_t i) {
+  float v = c.x == XType::Int8 ? decode_int8(r.x[i]) : c.x == XType::E4M3 ? decode_e4m3(r.x[i]) : decode_e5m2(r.x[i]);
+  float s;
+  if (c.mx) {
+    s = decode_e8m0(r.scales[i / 32]);
+  } else {
+    std::memcpy(&s, &r.scales[(i / 128) * 4], 4);
+  }
+  return v * s;
+}
+
+// Expected output bytes of `rank` (rows [row0, row0 + rows) of the sum).
+Bytes reference_output(const Case& c, const std::vector<RankInput>& in, std::size_t row0, std::size_t rows) {
+  const std::size_t h = static_cast<std::size_t>(c.x_shape.back());
+  Bytes out;
+  for (std::size_t i = row0 * h; i < (row0 + rows) * h; ++i) {
+    float acc = 0.0f;
+    for (const auto& r : in) {
+      float d = dequant(c, r, i);
+      acc = acc + d;
+    }
+    if (c.out_dtype == "float") {
+      uint32_t u = f32_bits(acc);
+      for (int k = 0; k < 4; ++k) out.push_back(static_cast<uint8_t>(u >> (8 * k)));
+    } else {
+      uint16_t u = c.out_dtype == "float16" ? f16_rne(acc) : bf16_rne(acc);
+      out.push_back(static_cast<uint8_t>(u));
+      out.push_back(static_cast<uint8_t>(u >> 8));
+    }
+  }
+  return out;
+}
+
+// ---- running the program ----------------------------------------------------------------------
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* cli = std::getenv("QCOLL_CLI");
+    if (!cli || !*cli) GTEST_SKIP() << "QCOLL_CLI is not set (run through ctest)";
+    cli_ = cli;
+    std::string tmpl = (fs::path(::testing::TempDir()) / "qcoll_cli_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  RunResult run(const std::string& args) {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    std::string cmd = "cd '" + dir_.string() + "' && QCOLL_TIMEOUT_S=20 '" + cli_ + "' " + args + " >'" + out.string() +
+                      "' 2>'" + err.string() + "'";
+    int st = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1000;
+    std::ifstream fo(out), fe(err);
+    r.out.assign(std::istreambuf_iterator<char>(fo), std::istreambuf_iterator<char>());
+    r.err.assign(std::istreambuf_iterator<char>(fe), std::istreambuf_iterator<char>());
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+  }
+
+  // Names in the directory that start with "out" (outputs or their temporaries).
+  std::vector<std::string> output_files() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_))
+      if (e.path().filename().string().rfind("out", 0) == 0) names.push_back(e.path().filename().string());
+    return names;
+  }
+
+  void write_inputs(const Case& c, const std::vector<RankInput>& in) {
+    std::vector<int64_t> s_shape(c.x_shape.begin(), c.x_shape.end() - 1);
+    const int64_t h = c.x_shape.back();
+    if (c.mx) {
+      s_shape.push_back(h / 64);
+      s_shape.push_back(2);
+    } else {
+      s_shape.push_back(h / 128);
+    }
+    for (int r = 0; r < c.n; ++r) {
+      const char* xdescr = c.x == XType::Int8 && !c.int8_as_uint8 ? "|i1" : "|u1";
+      write_npy(dir_ / ("x" + std::to_string(r) + ".npy"), xdescr, c.x_shape, in[r].x);
+      write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), c.mx ? "|u1" : "<f4", s_shape, in[r].scales);
+    }
+  }
+
+  static std::string x_dtype_arg(const Case& c) {
+    return c.x == XType::Int8 ? "int8" : c.x == XType::E4M3 ? "float8_e4m3fn" : "float8_e5m2";
+  }
+  std::string op_args(const Case& c) const {
+    return "--ranks " + std::to_string(c.n) + " --x-dtype " + x_dtype_arg(c) + " --scales-dtype " +
+           (c.mx ? "float8_e8m0" : "float") + " --out-dtype " + c.out_dtype +
+           " --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'";
+  }
+
+  void expect_refused(const RunResult& r, const std::string& needle) {
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err << "\nexpected to contain: " << needle;
+    EXPECT_TRUE(output_files().empty()) << "output files were created: " << output_files().front();
+  }
+
+  void check_operator(const std::string& op, const Case& c, uint32_t seed) {
+    auto in = random_inputs(c, seed);
+    write_inputs(c, in);
+    RunResult r = run(op + " " + op_args(c));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::size_t count = 1;
+    for (auto d : c.x_shape) count *= static_cast<std::size_t>(d);
+    const int64_t h = c.x_shape.back();
+    const std::size_t bs = count / static_cast<std::size_t>(h);
+    const std::string descr = c.out_dtype == "float" ? "<f4" : c.out_dtype == "float16" ? "<f2" : "<u2";
+    const Bytes full = op == "all-reduce" ? reference_output(c, in, 0, bs) : Bytes{};
+    for (int rank = 0; rank < c.n; ++rank) {
+      NpyFile o = read_npy(dir_ / ("out" + std::to_string(rank) + ".npy"));
+      EXPECT_EQ(o.descr, descr);
+      if (op == "reduce-scatter") {
+        const std::size_t rows = bs / static_cast<std::size_t>(c.n);
+        EXPECT_EQ(o.shape, (std::vector<int64_t>{static_cast<int64_t>(rows), h}));
+        EXPECT_TRUE(o.data == reference_output(c, in, rank * rows, rows)) << "rank " << rank << " differs";
+      } else {
+        EXPECT_EQ(o.shape, c.x_shape);
+        EXPECT_TRUE(o.data == full) << "rank " << rank << " differs";
+      }
+    }
+    EXPECT_EQ(output_files().size(), static_cast<std::size_t>(c.n));  // no temporaries left
+  }
+
+  std::string cli_;
+  fs::path dir_;
+};
+
+// ---- operators, bit for bit ---------------------------------------------------------------------
+
+TEST_F(CliTest, ReduceScatterInt8Float2Ranks) {
+  check_operator("reduce-scatter", {XType::Int8, false, 2, {8, 1024}, "float"}, 1);
+}
+TEST_F(CliTest, ReduceScatterInt8StoredAsUint8Bf16) {
+  Case c{XType::Int8, false, 4, {8, 1024}, "bfloat16"};
+  c.int8_as_uint8 = true;
+  check_operator("reduce-scatter", c, 2);
+}
+TEST_F(CliTest, ReduceScatterMxE4m3Bf16_4Ranks) {
+  check_operator("reduce-scatter", {XType::E4M3, true, 4, {8, 1024}, "bfloat16"}, 3);
+}
+TEST_F(CliTest, ReduceScatter3DE5m2Float16_8Ranks) {
+  check_operator("reduce-scatter", {XType::E5M2, false, 8, {2, 8, 1152}, "float16"}, 4);
+}
+TEST_F(CliTest, AllReduceInt8Float16_4Ranks3D) {
+  check_operator("all-reduce", {XType::Int8, false, 4, {2, 4, 1024}, "float16"}, 5);
+}
+TEST_F(CliTest, AllReduceMxE5m2Bf16_2Ranks) {
+  check_operator("all-reduce", {XType::E5M2, true, 2, {4, 2048}, "bfloat16"}, 6);
+}
+TEST_F(CliTest, DefaultOutputIsBfloat16AndScalesTypeFollowsTheFile) {
+  Case c{XType::E4M3, true, 2, {4, 1024}, "bfloat16"};
+  auto in = random_inputs(c, 7);
+  write_inputs(c, in);
+  RunResult r = run("reduce-scatter --ranks 2 --x-dtype e4m3 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  NpyFile o = read_npy(dir_ / "out1.npy");
+  EXPECT_EQ(o.descr, "<u2");
+  EXPECT_TRUE(o.data == reference_output(c, in, 2, 2));
+}
+
+// ---- refusals: non-zero exit, a message, no output ------------------------------------------
+
+class CliRefusal : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    if (IsSkipped()) return;
+    c_ = {XType::Int8, false, 4, {8, 1024}, "float"};
+    in_ = random_inputs(c_, 11);
+    write_inputs(c_, in_);
+  }
+  Case c_;
+  std::vector<RankInput> in_;
+};
+
+TEST_F(CliRefusal, MissingFile) {
+  fs::remove(dir_ / "x2.npy");
+  expect_refused(run("reduce-scatter " + op_args(c_)), "x2.npy: cannot open");
+}
+
+TEST_F(CliRefusal, MoreRanksThanFiles) {
+  Case c = c_;
+  c.n = 8;
+  expect_refused(run("reduce-scatter " + op_args(c)), "x4.npy: cannot open");
+}
+
+TEST_F(CliRefusal, WrongDtypeInFile) {
+  write_npy(dir_ / "x1.npy", "<f4", {8, 256}, Bytes(8 * 1024));
+  expect_refused(run("reduce-scatter " + op_args(c_)), "x1.npy: x has element type float32");
+}
+
+TEST_F(CliRefusal, Float8DataInInt8File) {
+  Case c = c_;
+  c.x = XType::E4M3;
+  expect_refused(run("all-reduce " + op_args(c)), "cannot hold float8_e4m3fn");
+}
+
+TEST_F(CliRefusal, ScalesOfWrongType) {
+  write_npy(dir_ / "s0.npy", "<f2", {8, 8}, Bytes(128));
+  expect_refused(run("reduce-scatter " + op_args(c_)), "s0.npy");
+}
+
+TEST_F(CliRefusal, CorruptFile) {
+  std::ofstream(dir_ / "s3.npy") << "not numpy";
+  expect_refused(run("reduce-scatter " + op_args(c_)), "s3.npy: ");
+}
+
+TEST_F(CliRefusal, BadHiddenSizeIsParamInvalid) {
+  for (int r = 0; r < 4; ++r) {
+    write_npy(dir_ / ("x" + std::to_string(r) + ".npy"), "|i1", {8, 1000}, Bytes(8000));
+    write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), "<f4", {8, 8}, Bytes(256));
+  }
+  RunResult r = run("reduce-scatter " + op_args(c_));
+  expect_refused(r, "qcoll: PARAM_INVALID (161002): ");
+  EXPECT_NE(r.err.find("1000"), std::string::npos) << r.err;
+}
+
+TEST_F(CliRefusal, BadScalesShapeIsParamInvalid) {
+  for (int r = 0; r < 4; ++r) write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), "<f4", {8, 4, 2}, Bytes(256));
+  expect_refused(run("all-reduce " + op_args(c_)), "qcoll: PARAM_INVALID (161002): ");
+}
+
+TEST_F(CliRefusal, OneDimensionalXIsParamInvalid) {
+  for (int r = 0; r < 4; ++r) write_npy(dir_ / ("x" + std::to_string(r) + ".npy"), "|i1", {8192}, Bytes(8192));
+  expect_refused(run("reduce-scatter " + op_args(c_)), "qcoll: PARAM_INVALID (161002): ");
+}
+
+TEST_F(CliRefusal, RanksDisagreeOnShapeIsRuntimeError) {
+  write_npy(dir_ / "x3.npy", "|i1", {16, 1024}, Bytes(16 * 1024));
+  write_npy(dir_ / "s3.npy", "<f4", {16, 8}, Bytes(16 * 8 * 4));
+  RunResult r = run("reduce-scatter " + op_args(c_));
+  // Each rank's call is valid on its own; the ranks disagree on the shape.
+  expect_refused(r, "qcoll: RUNTIME_ERROR (361001): ");
+}
+
+TEST_F(CliRefusal, ThreeRanksIsParamInvalid) {
+  Case c = c_;
+  c.n = 3;
+  c.x_shape = {6, 1024};
+  write_inputs(c, random_inputs(c, 12));
+  expect_refused(run("reduce-scatter " + op_args(c)), "qcoll: PARAM_INVALID (161002): ");
+}
+
+TEST_F(CliRefusal, Int8WithE8m0ScalesIsParamInvalid) {
+  for (int r = 0; r < 4; ++r) write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), "|u1", {8, 16, 2}, Bytes(256, 0x7F));
+  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+                 "qcoll: PARAM_INVALID (161002): ");
+}
+
+TEST_F(CliRefusal, BadOutDtype) {
+  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  expect_refused(r, "--out-dtype");
+  EXPECT_EQ(r.exit_code, 2);
+  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype fp64 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+                 "unknown dtype 'fp64'");
+}
+
+TEST_F(CliRefusal, BadXDtype) {
+  expect_refused(run("all-reduce --ranks 4 --x-dtype float --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+                 "--x-dtype");
+}
+
+TEST_F(CliRefusal, PatternWithoutRank) {
+  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out out.npy"),
+                 "{rank}");
+  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --x x0.npy --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+                 "{rank}");
+}
+
+TEST_F(CliRefusal, MissingRequiredOption) {
+  RunResult r = run("reduce-scatter --ranks 4 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  expect_refused(r, "--x-dtype");
+}
+
+TEST_F(CliRefusal, UnwritableOutputLeavesNothing) {
+  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'nodir/out{rank}.npy'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("nodir/out0.npy"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "nodir"));
+}
+
+TEST_F(CliRefusal, FailedRunLeavesExistingOutputsUntouched) {
+  { std::ofstream(dir_ / "old0.npy") << "previous"; }
+  fs::remove(dir_ / "x1.npy");
+  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'old{rank}.npy'");
+  EXPECT_NE(r.exit_code, 0);
+  std::ifstream f(dir_ / "old0.npy");
+  std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "previous");
+  EXPECT_FALSE(fs::exists(dir_ / "old1.npy"));
+}
+
+}  // namespace

@@ -1,0 +1,213 @@
+// `qcoll reduce-scatter` and `qcoll all-reduce`: run an operator on .npy files.
+//
+//   qcoll reduce-scatter --ranks 4 --x-dtype int8 --x x{rank}.npy --scales s{rank}.npy --out out{rank}.npy
+//
+// Every rank r reads its x and scales from the patterns with {rank} replaced by r, the
+// operator runs on all ranks, and only when every rank succeeded are the outputs written
+// (each to a temporary name, then renamed), so a failed run leaves no output file.
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_args.hpp"
+#include "cli_error.hpp"
+#include "command.hpp"
+#include "npy.hpp"
+#include "operator_call.hpp"
+#include "qcoll/dtype.hpp"
+#include "rank_runner.hpp"
+
+namespace qcoll::cli {
+namespace {
+
+struct OperatorArgs {
+  int ranks = 0;
+  std::string x_dtype;
+  std::string scales_dtype;  // empty: from the scales file's element type
+  std::string out_dtype = "bfloat16";
+  std::string x_pattern, scales_pattern, out_pattern;
+  bool quiet = false;
+};
+
+// The .npy element types that may hold data of operator dtype t.
+void check_file_type(const std::string& path, const npy::Array& a, DType t, const char* what) {
+  bool ok = false;
+  const char* expected = "";
+  switch (t) {
+    case DType::Int8:
+      ok = a.type == npy::ElemType::Int8 || a.type == npy::ElemType::UInt8;
+      expected = "int8 ('|i1') or uint8 ('|u1')";
+      break;
+    case DType::HiFloat8:
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2:
+    case DType::Float8E8M0:
+      ok = a.type == npy::ElemType::UInt8;
+      expected = "uint8 ('|u1') holding the raw bytes";
+      break;
+    case DType::Float:
+      ok = a.type == npy::ElemType::Float32;
+      expected = "float32 ('<f4')";
+      break;
+    default:
+      break;
+  }
+  if (!ok)
+    throw CliError(ErrorKind::File, path + ": " + what + " has element type " + npy::elem_name(a.type) + " ('" +
+                                        npy::descr(a.type) + "'), which cannot hold " + std::string(dtype_name(t)) +
+                                        " data; expected " + expected);
+}
+
+npy::ElemType output_elem_type(DType out) {
+  switch (out) {
+    case DType::Float: return npy::ElemType::Float32;
+    case DType::Float16: return npy::ElemType::Float16;
+    default: return npy::ElemType::UInt16;  // bfloat16 bit patterns
+  }
+}
+
+struct RankData {
+  int rank = 0;
+  npy::Array x, scales;
+  DType scales_dtype = DType::Float;
+  std::vector<int64_t> out_shape;
+  std::vector<uint8_t> out;
+  CallResult result;
+};
+
+// Prints one line per distinct (status, message), naming the ranks that returned it.
+void report_failures(const std::vector<RankData>& ranks) {
+  std::map<std::pair<int32_t, std::string>, std::vector<int>> groups;
+  for (const auto& r : ranks)
+    if (!r.result.ok()) groups[{r.result.status, r.result.message}].push_back(r.rank);
+  for (const auto& [key, who] : groups) {
+    std::string list;
+    for (int r : who) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    std::string msg = key.second + (who.size() == 1 ? " [rank " : " [ranks ") + list + "]";
+    std::fprintf(stderr, "%s\n", status_line(key.first, msg).c_str());
+  }
+}
+
+int run_operator_command(Operator op, const OperatorArgs& args) {
+  // Arguments first: nothing is read before they are all valid.
+  const DType x_dtype = parse_dtype_option("--x-dtype", args.x_dtype,
+                                        {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2},
+                                        "a quantized input type");
+  std::optional<DType> scales_dtype;
+  if (!args.scales_dtype.empty())
+    scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, {DType::Float, DType::Float8E8M0}, "a scales type");
+  const DType out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, {DType::Float, DType::Float16, DType::BFloat16},
+                                          "an output type");
+  if (args.ranks < 1) throw CliError(ErrorKind::Argument, "--ranks must be at least 1, got " + std::to_string(args.ranks));
+  check_rank_pattern("--x", args.x_pattern, args.ranks);
+  check_rank_pattern("--scales", args.scales_pattern, args.ranks);
+  check_rank_pattern("--out", args.out_pattern, args.ranks);
+
+  std::unique_ptr<RankRunner> runner = make_thread_runner(args.ranks);
+  const int n = runner->size();
+
+  // Inputs of this process's ranks.
+  std::vector<RankData> ranks;
+  for (int r : runner->local_ranks()) {
+    RankData d;
+    d.rank = r;
+    const std::string xp = expand_rank(args.x_pattern, r), sp = expand_rank(args.scales_pattern, r);
+    d.x = load_npy(xp);
+    check_file_type(xp, d.x, x_dtype, "x");
+    d.scales = load_npy(sp);
+    if (scales_dtype) {
+      d.scales_dtype = *scales_dtype;
+    } else if (d.scales.type == npy::ElemType::Float32 || d.scales.type == npy::ElemType::UInt8) {
+      d.scales_dtype = d.scales.type == npy::ElemType::Float32 ? DType::Float : DType::Float8E8M0;
+    } else {
+      throw CliError(ErrorKind::File, sp + ": scales have element type " + std::string(npy::elem_name(d.scales.type)) +
+                                          "; expected float32 ('<f4', fp32 scales) or uint8 ('|u1', E8M0 scales)");
+    }
+    check_file_type(sp, d.scales, d.scales_dtype, "scales");
+    d.out_shape = expected_output_shape(op, d.x.shape, n);
+    std::size_t count = 1;
+    for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
+    d.out.assign(count * dtype_size(out_dtype), 0);
+    ranks.push_back(std::move(d));
+  }
+
+  std::vector<RankData*> by_rank(static_cast<std::size_t>(n), nullptr);
+  for (auto& d : ranks) by_rank[static_cast<std::size_t>(d.rank)] = &d;
+  runner->run([&](int rank, int, const std::string& group) {
+    RankData& d = *by_rank[static_cast<std::size_t>(rank)];
+    TensorArg x{x_dtype, d.x.shape, d.x.data.data()};
+    TensorArg s{d.scales_dtype, d.scales.shape, d.scales.data.data()};
+    TensorArg o{out_dtype, d.out_shape, d.out.data()};
+    d.result = call_operator(op, group, x, s, o);
+  });
+
+  bool local_ok = true;
+  for (const auto& d : ranks) local_ok = local_ok && d.result.ok();
+  if (!runner->all_ok(local_ok)) {
+    if (local_ok) std::fprintf(stderr, "qcoll: another rank failed; no output written\n");
+    report_failures(ranks);
+    return static_cast<int>(ErrorKind::Status);
+  }
+
+  std::vector<std::pair<std::string, npy::Array>> outputs;
+  for (auto& d : ranks) {
+    npy::Array a;
+    a.type = output_elem_type(out_dtype);
+    a.shape = d.out_shape;
+    a.data = std::move(d.out);
+    outputs.emplace_back(expand_rank(args.out_pattern, d.rank), std::move(a));
+  }
+  write_npy_files(outputs);
+  if (!args.quiet) {
+    const RankData& first = ranks.front();
+    std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", operator_name(op), n,
+                runner->transport(), std::string(dtype_name(x_dtype)).c_str(), shape_text(first.x.shape).c_str(),
+                std::string(dtype_name(first.scales_dtype)).c_str(), shape_text(first.scales.shape).c_str(),
+                std::string(dtype_name(out_dtype)).c_str(), shape_text(first.out_shape).c_str(),
+                outputs.front().first.c_str());
+    if (outputs.size() > 1) std::printf(" .. %s", outputs.back().first.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+void add_operator_command(CLI::App& app, Operator op) {
+  const bool rs = op == Operator::ReduceScatter;
+  CLI::App* sub = app.add_subcommand(
+      operator_name(op), rs ? "Run QuantReduceScatter on .npy files: rank r gets row block r of the sum over ranks"
+                            : "Run QuantAllReduce on .npy files: every rank gets the full sum over ranks");
+  auto args = std::make_shared<OperatorArgs>();
+  sub->add_option("--ranks,-n", args->ranks, "Number of ranks (the operators accept 2, 4 or 8)")->required();
+  sub->add_option("--x-dtype", args->x_dtype, "Type of x: int8, hifloat8, float8_e4m3fn (e4m3), float8_e5m2 (e5m2)")
+      ->required();
+  sub->add_option("--scales-dtype", args->scales_dtype,
+                  "Type of scales: float (per-group 128) or float8_e8m0 (MX); default: float for a float32 file, "
+                  "float8_e8m0 for a uint8 file");
+  sub->add_option("--out-dtype", args->out_dtype, "Output type: float, float16 or bfloat16 (stored as uint16 bits)")
+      ->capture_default_str();
+  sub->add_option("--x", args->x_pattern, "x file of each rank; {rank} is replaced by the rank (int8/uint8 .npy)")
+      ->required();
+  sub->add_option("--scales", args->scales_pattern, "Scales file of each rank, with {rank} (float32 or uint8 .npy)")
+      ->required();
+  sub->add_option("--out", args->out_pattern, "Output file of each rank, with {rank}")->required();
+  sub->add_flag("--quiet,-q", args->quiet, "Print nothing on success");
+  sub->callback([op, args] {
+    int rc = 0;
+    try {
+      rc = run_operator_command(op, *args);
+    } catch (const CliError& e) {
+      rc = report(e);
+    }
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+const CommandRegistrar reg_reduce_scatter([](CLI::App& app) { add_operator_command(app, Operator::ReduceScatter); });
+const CommandRegistrar reg_all_reduce([](CLI::App& app) { add_operator_command(app, Operator::AllReduce); });
+
+}  // namespace
+}  // namespace qcoll::cli
