@@ -1,8 +1,16 @@
-// qcoll: quantizers that produce the operators' inputs (SPEC 5).
+// qcoll: quantizers that produce the operators' inputs (SPEC 5), and their inverse.
+//
+// Behaviour on special values (docs/quantizers.md): a group's amax is taken over its finite
+// elements only; NaN elements become the format's NaN (INT8 has none: 0); +-Inf elements
+// saturate to +-max finite (INT8 +-127). A group whose fp32 scale is 0 (all elements zero or
+// non-finite, or amax so small that amax/target underflows) gets scale 0 and q = 0 for its
+// finite elements.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "qcoll/dtype.hpp"
+#include "qcoll/status.hpp"
 
 namespace qcoll::quant {
 
@@ -10,19 +18,20 @@ namespace qcoll::quant {
 float default_hif8_target();
 
 struct KgOptions {
-  float hif8_target = 0.0f;  // 0: default_hif8_target(); only used for HIFLOAT8
+  float hif8_target = 0.0f;  // 0: default_hif8_target(); only used for HIFLOAT8; else finite > 0
 };
 
-// Per-token-per-group (group 128) quantization of `rows` rows of H values (H % 128 == 0).
+// Per-token-per-group (group 128) quantization of `rows` rows of H values (H % 128 == 0, H > 0).
 // x_dtype: Int8, HiFloat8, Float8E4M3FN, Float8E5M2. Writes rows*H bytes to q and
-// rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype or H.
+// rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype, H, target or
+// null pointer (check_quantize_args says why). rows == 0 writes nothing and returns true.
 bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
                  float* scales, const KgOptions& opt = {});
 bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                       uint8_t* q, float* scales, const KgOptions& opt = {});
 
 // OCP MX (group 32) quantization: x_dtype Float8E4M3FN or Float8E5M2, E8M0 scales,
-// rows*H/32 scale bytes in the (rows, H/64, 2) layout (H % 64 == 0).
+// rows*H/32 scale bytes in the (rows, H/64, 2) layout (H % 64 == 0, H > 0).
 bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
                  uint8_t* scales);
 bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
@@ -32,5 +41,40 @@ bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType 
 // or E8M0 bytes (group 32) by scales_dtype.
 bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H,
                 DType x_dtype, DType scales_dtype, float* out);
+
+// ---- checked C++ convenience layer ----
+
+// Scale group size of a scales dtype: 128 (Float), 32 (Float8E8M0), 0 for any other.
+std::size_t scale_group_size(DType scales_dtype);
+
+// Why the arguments of a quantize/dequantize call are bad (PARAM_NULLPTR / PARAM_INVALID with
+// a message naming the parameter, the value seen and the rule), or Ok. `x`, `q`, `scales`
+// are only checked for null. hif8_target is only checked for the KG HiFloat8 combination.
+Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType x_dtype,
+                           DType scales_dtype, const void* q, const void* scales,
+                           float hif8_target = 0.0f);
+
+// A quantized (rows, H) tensor: the operator's x and scales inputs.
+struct QuantizedTensor {
+  DType x_dtype = DType::Int8;
+  DType scales_dtype = DType::Float;  // Float: KG, Float8E8M0: MX
+  std::size_t rows = 0;
+  std::size_t H = 0;
+  std::vector<uint8_t> q;          // rows*H bytes
+  std::vector<float> kg_scales;    // rows*H/128 fp32 (KG), else empty
+  std::vector<uint8_t> mx_scales;  // rows*H/32 E8M0 bytes (MX), else empty
+
+  const void* scales_data() const;
+  std::size_t scales_bytes() const;
+};
+
+// Quantizes a (rows, H) fp32 / bf16 tensor in the mode given by scales_dtype (Float: KG,
+// Float8E8M0: MX). On error `out` is left unchanged.
+Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
+                DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
+Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
+                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
+// rows*H fp32 values decode(q) * scale.
+std::vector<float> dequantize(const QuantizedTensor& t);
 
 }  // namespace qcoll::quant

@@ -42,7 +42,7 @@ struct ThreadGroup::State {
   };
 
   State(std::string nm, int size)
-      : name(std::move(nm)), n(size), joined(size, false), entered(size, 0),
+      : name(std::move(nm)), n(size), joined(size, false), entered(size, 0), where(size, ""),
         desc_seq(size, 0), pub(size) {
     desc[0].resize(size);
     desc[1].resize(size);
@@ -60,6 +60,7 @@ struct ThreadGroup::State {
   int arrived = 0;
   uint64_t generation = 0;
   std::vector<uint64_t> entered;
+  std::vector<const char*> where;  // the step each rank entered last (string literals)
 
   bool broken = false;
   std::string broken_reason;
@@ -84,7 +85,18 @@ struct ThreadGroup::State {
     if (broken) return broken_status();
     const uint64_t gen = generation;
     ++entered[rank];
+    where[rank] = what;
     if (++arrived == n) {
+      // Every rank must be in the same step of the same collective; a mismatch would pair
+      // unrelated steps silently, so it breaks the group instead.
+      for (int k = 0; k < n; ++k) {
+        if (std::strcmp(where[k], what) == 0) continue;
+        broken = true;
+        broken_reason = "ranks out of step: rank " + std::to_string(k) + " in " + where[k] +
+                        ", rank " + std::to_string(rank) + " in " + what;
+        cv.notify_all();
+        return broken_status();
+      }
       arrived = 0;
       ++generation;
       cv.notify_all();

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "comm/registry.hpp"
 #include "kernels/dequant_reduce.hpp"
@@ -80,7 +81,15 @@ Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
     return Status::Ok();
   };
   Status st = c.exchange(call_.exchange_spec(), consume, deadline);
-  if (!st.ok() || call_.op == OpKind::ReduceScatter) return st;
+  if (call_.op == OpKind::ReduceScatter) return st;
+  if (!st.ok()) {
+    // Stay in step with the peers (they go on to the all-gather) without touching dst.
+    if (c.usable()) {
+      std::vector<uint8_t> scratch(call_.out_bytes());
+      c.allgather_inplace(scratch.data(), block_bytes, deadline);
+    }
+    return st;
+  }
   return c.allgather_inplace(dst, block_bytes, deadline);
 }
 
@@ -106,7 +115,9 @@ Status Executor::run(void* workspace, uint64_t workspace_size, const void* strea
   if (!c.usable()) {
     if (!local.ok()) return local;
     return Status::Error(StatusCode::RuntimeError,
-                         prefixed(op, "group '" + c.name() + "' is unusable: " + c.broken_reason()));
+                         prefixed(op, "group '" + c.name() + "' is unusable after an earlier failure (" +
+                                          c.broken_reason() +
+                                          "); every call on it fails: destroy it and create it again"));
   }
 
   const auto deadline = comm::Clock::now() + call_timeout();

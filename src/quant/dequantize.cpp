@@ -1,0 +1,30 @@
+// Dequantization: d = fp32(decode(q)) * fp32(scale), one IEEE fp32 multiply (SPEC 4.2).
+#include "qcoll/formats.hpp"
+#include "qcoll/quant.hpp"
+
+namespace qcoll::quant {
+
+bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H,
+                DType x_dtype, DType scales_dtype, float* out) {
+  if (out == nullptr) return false;
+  if (!check_quantize_args(q, rows, H, x_dtype, scales_dtype, out, scales).ok()) return false;
+  const float* table = formats::decode_table(x_dtype);
+  if (table == nullptr) return false;
+  const std::size_t count = rows * H;
+  if (scales_dtype == DType::Float) {
+    const float* s = static_cast<const float*>(scales);
+    for (std::size_t g = 0; g * 128 < count; ++g) {
+      const float scale = s[g];
+      for (std::size_t i = g * 128; i < g * 128 + 128; ++i) out[i] = table[q[i]] * scale;
+    }
+  } else {
+    const uint8_t* s = static_cast<const uint8_t*>(scales);
+    for (std::size_t b = 0; b * 32 < count; ++b) {
+      const float scale = formats::decode_float8_e8m0(s[b]);
+      for (std::size_t i = b * 32; i < b * 32 + 32; ++i) out[i] = table[q[i]] * scale;
+    }
+  }
+  return true;
+}
+
+}  // namespace qcoll::quant

@@ -1,0 +1,112 @@
+// Internal: the per-group quantization kernels shared by quantize_kg.cpp and quantize_mx.cpp.
+// Each kernel is a template over the element encoder, so the dtype switch happens once per
+// call, outside the element loops.
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "qcoll/formats.hpp"
+
+namespace qcoll::quant::detail {
+
+inline constexpr std::size_t kKgGroup = 128;
+inline constexpr std::size_t kMxGroup = 32;
+
+// Largest |v| over the finite elements (NaN and +-Inf are ignored); 0 if there is none.
+inline float finite_amax(const float* v, std::size_t n) {
+  float amax = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(v[i]);
+    // NaN fails both comparisons, +-Inf fails the first.
+    if (a <= std::numeric_limits<float>::max() && a > amax) amax = a;
+  }
+  return amax;
+}
+
+// Element encoders, all saturating. INT8: round half to even, clamp to [-127, 127], NaN -> 0.
+inline uint8_t encode_int8_sym(float r) {
+  if (std::isnan(r)) return 0;
+  r = std::clamp(r, -127.0f, 127.0f);
+  // nearbyint rounds in the current mode: round to nearest even unless the caller changed it.
+  return static_cast<uint8_t>(static_cast<int8_t>(std::nearbyint(r)));
+}
+inline uint8_t encode_e4m3_sat(float r) {
+  return formats::encode_float8_e4m3fn(r, formats::Saturation::Saturating);
+}
+inline uint8_t encode_e5m2_sat(float r) {
+  return formats::encode_float8_e5m2(r, formats::Saturation::Saturating);
+}
+inline uint8_t encode_hif8_sat(float r) {
+  return formats::encode_hifloat8(r, formats::Saturation::Saturating);
+}
+
+using ElementEncoder = uint8_t (*)(float);
+
+// One KG group: scale = amax / target (one fp32 division), q = encode(v / scale).
+// A zero scale (amax 0, or amax / target underflowing) gives q = 0 for finite elements;
+// NaN / +-Inf elements still go through the encoder (NaN code / saturated +-max).
+template <ElementEncoder Encode>
+inline float quantize_kg_group(const float* v, uint8_t* q, float target) {
+  const float amax = finite_amax(v, kKgGroup);
+  const float scale = amax / target;
+  if (scale == 0.0f) {
+    for (std::size_t i = 0; i < kKgGroup; ++i) q[i] = Encode(std::isfinite(v[i]) ? 0.0f : v[i]);
+  } else {
+    for (std::size_t i = 0; i < kKgGroup; ++i) q[i] = Encode(v[i] / scale);
+  }
+  return scale;
+}
+
+// floor(log2(a)) of a finite a > 0, from the fp32 bit pattern (exact for subnormals too).
+inline int floor_log2(float a) {
+  const uint32_t bits = std::bit_cast<uint32_t>(a) & 0x7FFFFFFFu;
+  const int exp_field = static_cast<int>(bits >> 23);
+  if (exp_field != 0) return exp_field - 127;
+  const uint32_t mant = bits & 0x7FFFFFu;  // subnormal: value = mant * 2^-149
+  return (31 - std::countl_zero(mant)) - 149;
+}
+
+// One MX block of 32 (OCP MX v1.0): shared_exp = floor(log2(amax)) - emax_elem, clamped to
+// [-127, 127] (all-zero block: -127); q = encode(v / 2^shared_exp); returns the E8M0 byte.
+// For a finite amax, shared_exp <= 127 - 8 = 119, so 2^-shared_exp lies in [2^-119, 2^127]:
+// a normal fp32 power of two. Multiplying by it equals dividing by 2^shared_exp exactly
+// (both are one correctly rounded operation on the same real quotient); a result that
+// underflows into the fp32 subnormal range is below 2^-126, far under half the smallest
+// element subnormal (2^-10 E4M3, 2^-17 E5M2), so it encodes to zero either way.
+template <ElementEncoder Encode, int EmaxElem>
+inline uint8_t quantize_mx_block(const float* v, uint8_t* q) {
+  const float amax = finite_amax(v, kMxGroup);
+  int shared_exp = amax == 0.0f ? -127 : floor_log2(amax) - EmaxElem;
+  shared_exp = std::clamp(shared_exp, -127, 127);  // byte 0x00..0xFE, never 0xFF (NaN)
+  const float inv_scale = std::ldexp(1.0f, -shared_exp);
+  for (std::size_t i = 0; i < kMxGroup; ++i) q[i] = Encode(v[i] * inv_scale);
+  return static_cast<uint8_t>(shared_exp + 127);
+}
+
+// Source adapters: fp32 rows are used in place; bf16 rows are decoded one group at a time.
+template <class T>
+struct GroupSource;
+
+template <>
+struct GroupSource<float> {
+  explicit GroupSource(const float* rows) : x(rows) {}
+  const float* x;
+  const float* group(std::size_t first, std::size_t /*n*/) { return x + first; }
+};
+
+template <>
+struct GroupSource<uint16_t> {
+  explicit GroupSource(const uint16_t* rows) : x(rows) {}
+  const uint16_t* x;
+  float buf[kKgGroup] = {};
+  const float* group(std::size_t first, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) buf[i] = formats::decode_bfloat16(x[first + i]);
+    return buf;
+  }
+};
+
+}  // namespace qcoll::quant::detail
