@@ -1,0 +1,27 @@
+// Small helpers for the MPI-based transports: MPI return codes as Status values, and waiting
+// for a nonblocking MPI request against a deadline (MPI_Test polling, never a blocking wait
+// that a dead peer could turn into a hang).
+#pragma once
+#include <mpi.h>
+
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "qcoll/status.hpp"
+
+namespace qcoll::comm::mpi {
+
+// "MPI_Xxx failed: <MPI's error string>" as RUNTIME_ERROR; Ok for MPI_SUCCESS.
+Status check(int rc, const char* call);
+
+// Polls `req` until it completes or `deadline` passes (then RUNTIME_ERROR naming `what`; the
+// request stays pending and its buffers must stay allocated).
+Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what);
+
+// Tests `req` once; sets done. Errors as check().
+Status test(MPI_Request& req, bool& done);
+
+// QCOLL_TIMEOUT_S (seconds, default 60) from now: the deadline of communicator creation.
+Clock::time_point creation_deadline();
+
+}  // namespace qcoll::comm::mpi

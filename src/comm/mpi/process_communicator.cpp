@@ -1,0 +1,187 @@
+#include "comm/mpi/process_communicator.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "comm/mpi/mpi_communicator.hpp"
+#include "comm/mpi/mpi_util.hpp"
+#include "comm/registry.hpp"
+#include "comm/shm_communicator.hpp"
+#include "comm/shm_segment.hpp"
+#include "comm/window_plan.hpp"
+
+namespace qcoll::comm::mpi {
+
+namespace {
+
+enum Transport : int { kAuto = 0, kShm = 1, kMpi = 2 };
+const char* transport_name(int t) { return t == kShm ? "shm" : t == kMpi ? "mpi" : "auto"; }
+
+Status read_transport_env(int& t) {
+  t = kAuto;
+  const char* v = std::getenv("QCOLL_TRANSPORT");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return Status::Ok();
+  if (std::strcmp(v, "shm") == 0) t = kShm;
+  else if (std::strcmp(v, "mpi") == 0) t = kMpi;
+  else
+    return Status::Error(StatusCode::ParamInvalid,
+                         std::string("QCOLL_TRANSPORT must be auto, shm or mpi, got \"") + v + "\"");
+  return Status::Ok();
+}
+
+// Lowest rank whose flag is set: every rank contributes size-rank when set, the max wins.
+int lowest_flagged(long long reduced, int size) { return reduced > 0 ? size - static_cast<int>(reduced) : -1; }
+
+Status peer_failed(int who, const char* what, const char* name) {
+  return Status::Error(StatusCode::RuntimeError, "rank " + std::to_string(who) + " could not " + what +
+                                                     " for communicator \"" + name + "\" (see that rank's message)");
+}
+
+// Shared-memory rendezvous: rank 0 creates the segment and announces its name; every rank
+// maps it; once all have (or any failed) rank 0 removes the name.
+struct Announce {
+  int32_t code = 0;
+  char shm_name[64] = {0};
+  char message[400] = {0};
+};
+
+Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size, std::size_t window,
+                            Clock::time_point deadline, bool& mpi_pending, std::shared_ptr<Communicator>& out) {
+  const std::size_t bytes = ShmCommunicator::segment_bytes(size, window);
+  Announce a;
+  ShmMapping mapping;
+  Status mine;
+  std::string shm_name;
+  if (rank == 0) {
+    mine = random_shm_name(shm_name);
+    if (mine.ok()) mine = create_shm(shm_name, bytes, mapping);
+    if (mine.ok()) ShmCommunicator::init_segment(mapping.data(), size, window);
+    a.code = static_cast<int32_t>(mine.code);
+    std::snprintf(a.shm_name, sizeof a.shm_name, "%s", shm_name.c_str());
+    std::snprintf(a.message, sizeof a.message, "%s", mine.message.c_str());
+  }
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Ibcast(&a, sizeof a, MPI_BYTE, 0, comm, &req), "MPI_Ibcast");
+  if (s.ok()) s = wait(req, deadline, "creating communicator: announcing the shared segment");
+  if (!s.ok()) {
+    mpi_pending = true;
+    if (rank == 0) unlink_shm(shm_name);
+    return s;
+  }
+  if (a.code != 0) {
+    if (rank == 0) return mine;
+    return Status::Error(StatusCode::RuntimeError,
+                         std::string("rank 0 could not create the shared memory segment: ") + a.message);
+  }
+  if (rank != 0) {
+    shm_name = a.shm_name;
+    mine = open_shm(shm_name, bytes, mapping);
+  }
+  std::shared_ptr<ShmCommunicator> c;
+  if (mine.ok()) {
+    c = std::make_shared<ShmCommunicator>(name, rank, size, window, std::move(mapping));
+    if (!c->valid()) mine = Status::Error(StatusCode::InnerError, "shared memory segment " + shm_name + " is not valid");
+  }
+  long long failed = mine.ok() ? 0 : size - rank, any_failed = 0;
+  s = check(MPI_Iallreduce(&failed, &any_failed, 1, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce");
+  if (s.ok()) s = wait(req, deadline, "creating communicator: mapping the shared segment");
+  if (rank == 0) unlink_shm(shm_name);  // mapped everywhere (or given up): nothing to leave behind
+  if (!s.ok()) {
+    mpi_pending = true;
+    return s;
+  }
+  if (!mine.ok()) return mine;
+  if (any_failed > 0) return peer_failed(lowest_flagged(any_failed, size), "map the shared memory segment", name);
+  out = std::move(c);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status create_process_communicator(const char* name, MPI_Comm user, std::shared_ptr<Communicator>& out) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {
+    return Status::Error(StatusCode::ParamInvalid, "comm: MPI is not initialised (call MPI_Init before creating "
+                                                   "an MPI communicator)");
+  }
+  if (user == MPI_COMM_NULL) return Status::Error(StatusCode::ParamInvalid, "comm: got MPI_COMM_NULL, expected a communicator");
+  int inter = 0;
+  if (Status s = check(MPI_Comm_test_inter(user, &inter), "MPI_Comm_test_inter"); !s.ok()) return s;
+  if (inter) return Status::Error(StatusCode::ParamInvalid, "comm: got an inter-communicator, expected an intra-communicator");
+
+  const Clock::time_point deadline = creation_deadline();
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Comm_idup(user, &dup, &req), "MPI_Comm_idup");
+  if (s.ok()) s = wait(req, deadline, "creating communicator: duplicating the MPI communicator");
+  if (!s.ok()) return s;
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(dup, &rank);
+  MPI_Comm_size(dup, &size);
+
+  // This rank's own checks; the ranks agree on the outcome below.
+  std::size_t window = 0;
+  int transport = kAuto;
+  Status local = check_group_name(name, "name");
+  if (local.ok() && resolve(name) != nullptr) {
+    local = Status::Error(StatusCode::ParamInvalid,
+                          std::string("name: a communicator named \"") + name + "\" already exists in this process");
+  }
+  if (local.ok()) local = read_buffsize_env(window);
+  if (local.ok()) local = read_transport_env(transport);
+
+  MPI_Comm host = MPI_COMM_NULL;
+  s = check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
+  if (!s.ok()) {
+    MPI_Comm_free(&dup);
+    return s;
+  }
+  int host_size = 0;
+  MPI_Comm_size(host, &host_size);
+  MPI_Comm_free(&host);
+
+  const long long mb = static_cast<long long>(window / kMiB);
+  long long mine[6] = {local.ok() ? 0 : size - rank, mb, -mb, transport, -transport, host_size == size ? 0 : 1};
+  long long all[6] = {0};
+  s = check(MPI_Iallreduce(mine, all, 6, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
+  if (s.ok()) s = wait(req, deadline, "creating communicator: agreeing on the settings");
+  if (!s.ok()) return s;  // dup stays allocated: the reduction may still be pending
+
+  auto release_dup = [&](Status st) {
+    MPI_Comm_free(&dup);
+    return st;
+  };
+  if (!local.ok()) return release_dup(local);
+  if (all[0] > 0) return release_dup(peer_failed(lowest_flagged(all[0], size), "create", name ? name : ""));
+  if (all[1] != -all[2]) {
+    return release_dup(Status::Error(StatusCode::ParamInvalid, "HCCL_BUFFSIZE differs between ranks: from " +
+                                                               std::to_string(-all[2]) + " to " + std::to_string(all[1]) +
+                                                               " MB, expected the same value on every rank"));
+  }
+  if (all[3] != -all[4]) {
+    return release_dup(Status::Error(StatusCode::ParamInvalid, std::string("QCOLL_TRANSPORT differs between ranks: ") +
+                                                               transport_name(static_cast<int>(-all[4])) + " and " +
+                                                               transport_name(static_cast<int>(all[3])) +
+                                                               ", expected the same value on every rank"));
+  }
+  const bool one_host = all[5] == 0;
+  if (transport == kShm && !one_host) {
+    return release_dup(Status::Error(StatusCode::ParamInvalid,
+                                 "QCOLL_TRANSPORT: shm needs every rank on one host, got ranks on several hosts "
+                                 "(use auto or mpi)"));
+  }
+  if (transport == kMpi || (transport == kAuto && !one_host)) {
+    out = std::make_shared<MpiCommunicator>(name, dup, window);
+    return Status::Ok();
+  }
+  bool mpi_pending = false;
+  s = attach_shared_memory(name, dup, rank, size, window, deadline, mpi_pending, out);
+  if (mpi_pending) return s;  // dup stays allocated: an operation on it may still be pending
+  return release_dup(s);      // the shared-memory transport needs MPI no more
+}
+
+}  // namespace qcoll::comm::mpi

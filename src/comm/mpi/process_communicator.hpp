@@ -1,0 +1,20 @@
+// Communicators for one rank per process, made collectively from an MPI communicator:
+// shared memory when every rank is on one host, MPI otherwise (QCOLL_TRANSPORT overrides:
+// "auto" (default), "shm" or "mpi").
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/communicator.hpp"
+#include "qcoll/status.hpp"
+
+namespace qcoll::comm::mpi {
+
+// Collective over `comm`; MPI must be initialised. Every rank checks its own arguments and
+// environment first (name, HCCL_BUFFSIZE, QCOLL_TRANSPORT) and the ranks agree on them, so a
+// problem on one rank makes every rank fail (that rank with PARAM_INVALID and the message,
+// the others with RUNTIME_ERROR naming it). Does not register the name.
+Status create_process_communicator(const char* name, MPI_Comm comm, std::shared_ptr<Communicator>& out);
+
+}  // namespace qcoll::comm::mpi

@@ -1,0 +1,106 @@
+#include "comm/shm_segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace qcoll::comm {
+
+namespace {
+
+Status sys_error(const std::string& what, int err) {
+  return Status::Error(StatusCode::InnerError, what + ": " + std::strerror(err));
+}
+
+Status map_fd(int fd, std::size_t bytes, ShmMapping& out) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return sys_error("shared memory: mmap of " + std::to_string(bytes) + " bytes", errno);
+  out = ShmMapping(p, bytes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+ShmMapping::ShmMapping(ShmMapping&& o) noexcept : base_(std::exchange(o.base_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
+  if (this != &o) {
+    if (base_ != nullptr) munmap(base_, bytes_);
+    base_ = std::exchange(o.base_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+ShmMapping::~ShmMapping() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+Status random_shm_name(std::string& name) {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t r = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("shared memory: getrandom", errno);
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  static const char hex[] = "0123456789abcdef";
+  name = "/qcoll-";
+  for (unsigned char b : bytes) {
+    name += hex[b >> 4];
+    name += hex[b & 15];
+  }
+  return Status::Ok();
+}
+
+Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out) {
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
+  if (fd < 0) return sys_error("shared memory: shm_open(" + name + ", O_CREAT|O_EXCL, 0600)", errno);
+  Status s;
+  if (fchmod(fd, S_IRUSR | S_IWUSR) != 0) {
+    s = sys_error("shared memory: fchmod 0600", errno);
+  } else if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    s = sys_error("shared memory: ftruncate to " + std::to_string(bytes) + " bytes", errno);
+  } else if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    s = Status::Error(StatusCode::InnerError,
+                      "shared memory: cannot reserve " + std::to_string(bytes >> 20) + " MB in /dev/shm (" +
+                          std::strerror(rc) + "); lower HCCL_BUFFSIZE (MB per rank) or enlarge /dev/shm");
+  } else {
+    s = map_fd(fd, bytes, out);
+  }
+  close(fd);
+  if (!s.ok()) unlink_shm(name);
+  return s;
+}
+
+Status open_shm(const std::string& name, std::size_t bytes, ShmMapping& out) {
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return sys_error("shared memory: shm_open(" + name + ")", errno);
+  Status s;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    s = sys_error("shared memory: fstat", errno);
+  } else if (static_cast<std::size_t>(st.st_size) != bytes) {
+    s = Status::Error(StatusCode::InnerError, "shared memory: segment " + name + " has " + std::to_string(st.st_size) +
+                                                  " bytes, expected " + std::to_string(bytes));
+  } else {
+    s = map_fd(fd, bytes, out);
+  }
+  close(fd);
+  return s;
+}
+
+void unlink_shm(const std::string& name) {
+  if (!name.empty()) shm_unlink(name.c_str());
+}
+
+}  // namespace qcoll::comm

@@ -1,0 +1,303 @@
+// The shared-memory transport without MPI: ranks are forked processes that share one
+// segment. Checks the window rule (SPEC 3.4 rule 11), chunked exchange of any size, back-to-
+// back calls with changing data, and that a dead or absent peer gives RUNTIME_ERROR in time.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/shm_communicator.hpp"
+#include "comm/shm_segment.hpp"
+#include "comm/window_plan.hpp"
+
+namespace qcoll::comm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// ---- the window rule, against a brute-force reading of the rule ----------------------------
+
+std::size_t up512(std::size_t v) { return (v + 511) / 512 * 512; }
+
+// The largest r with 2 * (n * (up512(r*xrb) + up512(r*srb)) + 1 MB) <= window, capped at rows.
+std::size_t rule11_rows(std::size_t window, int n, std::size_t xrb, std::size_t srb, std::size_t rows) {
+  std::size_t best = 0;
+  for (std::size_t r = 1; r <= rows; ++r) {
+    if (2 * (n * (up512(r * xrb) + up512(r * srb)) + (1u << 20)) <= window) best = r;
+  }
+  return best;
+}
+
+TEST(WindowPlan, MaxChunkRowsFollowsTheVendorRule) {
+  struct Case { std::size_t mb; int n; std::size_t h; bool mx; std::size_t rows; };
+  const Case cases[] = {{3, 4, 1024, false, 512}, {3, 8, 8192, false, 64}, {3, 2, 5120, true, 1000},
+                        {4, 4, 4096, true, 300}, {200, 8, 8192, false, 4096}, {200, 2, 1024, false, 16},
+                        {2, 2, 1024, false, 8}, {1, 8, 8192, true, 8}};
+  for (const Case& c : cases) {
+    ExchangeSpec spec;
+    spec.x_row_bytes = c.h;
+    spec.s_row_bytes = c.mx ? c.h / 32 : c.h / 128 * 4;
+    spec.rows_per_rank = c.rows;
+    const std::size_t window = c.mb << 20;
+    EXPECT_EQ(max_chunk_rows_for_window(window, c.n, spec),
+              rule11_rows(window, c.n, spec.x_row_bytes, spec.s_row_bytes, c.rows))
+        << c.mb << " MB, n=" << c.n << ", H=" << c.h;
+  }
+}
+
+TEST(WindowPlan, WholeTensorFitsExactlyWhenTheVendorInequalityHolds) {
+  // HCCL_BUFFSIZE >= 2*(xDataSize + scalesDataSize + 1 MB): BS = 1024 rows of H = 1024 int8
+  // with fp32 scales per 128: x 1 MiB, scales 32 KiB -> needs 2*(1 MiB + 32 KiB + 1 MiB) = 4.0625 MiB.
+  ExchangeSpec spec{nullptr, 1024, nullptr, 32, 256};  // 4 ranks x 256 rows
+  EXPECT_EQ(max_chunk_rows_for_window(5u << 20, 4, spec), 256u);
+  EXPECT_LT(max_chunk_rows_for_window(4u << 20, 4, spec), 256u);
+}
+
+TEST(WindowPlan, TooSmallWindowMessageNamesHcclBuffsize) {
+  ExchangeSpec spec{nullptr, 8192, nullptr, 256, 4};
+  EXPECT_EQ(max_chunk_rows_for_window(2u << 20, 8, spec), 0u);
+  const std::string m = window_too_small_message(2u << 20, 8, spec);
+  EXPECT_NE(m.find("HCCL_BUFFSIZE"), std::string::npos) << m;
+  EXPECT_NE(m.find("got 2"), std::string::npos) << m;
+}
+
+TEST(WindowPlan, ReadsHcclBuffsize) {
+  std::size_t w = 0;
+  unsetenv("HCCL_BUFFSIZE");
+  ASSERT_TRUE(read_buffsize_env(w).ok());
+  EXPECT_EQ(w, 200u << 20);
+  setenv("HCCL_BUFFSIZE", "3", 1);
+  ASSERT_TRUE(read_buffsize_env(w).ok());
+  EXPECT_EQ(w, 3u << 20);
+  for (const char* bad : {"0", "-1", "abc", "3MB", "1.5", "99999999999"}) {
+    setenv("HCCL_BUFFSIZE", bad, 1);
+    const Status s = read_buffsize_env(w);
+    EXPECT_EQ(s.code, StatusCode::ParamInvalid) << bad;
+    EXPECT_NE(s.message.find("HCCL_BUFFSIZE"), std::string::npos);
+    EXPECT_NE(s.message.find(bad), std::string::npos);
+  }
+  unsetenv("HCCL_BUFFSIZE");
+}
+
+TEST(ShmSegment, NameIsRandomModeIsPrivateAndUnlinkRemovesIt) {
+  std::string a, b;
+  ASSERT_TRUE(random_shm_name(a).ok());
+  ASSERT_TRUE(random_shm_name(b).ok());
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.size(), 7u + 32u);
+  ShmMapping m;
+  ASSERT_TRUE(create_shm(a, 1 << 16, m).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(("/dev/shm" + a).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(create_shm(a, 1 << 16, m).code, StatusCode::InnerError);  // exclusive
+  unlink_shm(a);
+  EXPECT_NE(stat(("/dev/shm" + a).c_str(), &st), 0);
+}
+
+// ---- forked ranks --------------------------------------------------------------------------
+
+// Runs body(comm) in `n` forked processes sharing one segment; returns each child's exit code.
+std::vector<int> run_ranks(int n, std::size_t window, const std::function<int(ShmCommunicator&)>& body) {
+  std::string name;
+  EXPECT_TRUE(random_shm_name(name).ok());
+  const std::size_t bytes = ShmCommunicator::segment_bytes(n, window);
+  ShmMapping m;
+  EXPECT_TRUE(create_shm(name, bytes, m).ok());
+  ShmCommunicator::init_segment(m.data(), n, window);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      ShmMapping mine;
+      EXPECT_TRUE(open_shm(name, bytes, mine).ok());
+      int code = 0;
+      {
+        ShmCommunicator c("g", r, n, window, std::move(mine));
+        code = c.valid() ? body(c) : 90;
+      }
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    codes.push_back(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
+  }
+  unlink_shm(name);
+  return codes;
+}
+
+// Byte j of row `row` in source rank k's x for call `call`: a formula the test knows.
+uint8_t x_byte(int k, std::size_t row, std::size_t j, int call) {
+  return static_cast<uint8_t>(k * 131 + row * 7 + j * 3 + call * 29 + (j >> 8));
+}
+uint8_t s_byte(int k, std::size_t row, std::size_t j, int call) {
+  return static_cast<uint8_t>(k * 17 + row * 11 + j * 5 + call * 3 + 1);
+}
+
+// One exchange on rank c.rank(); 0 when every received byte is right.
+int exchange_and_check(ShmCommunicator& c, std::size_t xrb, std::size_t srb, std::size_t rpr, int call,
+                       std::size_t* chunks = nullptr) {
+  const int n = c.size();
+  std::vector<uint8_t> x(n * rpr * xrb), s(n * rpr * srb);
+  for (std::size_t row = 0; row < n * rpr; ++row) {
+    for (std::size_t j = 0; j < xrb; ++j) x[row * xrb + j] = x_byte(c.rank(), row, j, call);
+    for (std::size_t j = 0; j < srb; ++j) s[row * srb + j] = s_byte(c.rank(), row, j, call);
+  }
+  ExchangeSpec spec{x.data(), xrb, s.data(), srb, rpr};
+  std::size_t next_row = 0, nchunks = 0;
+  int bad = 0;
+  Status st = c.exchange(
+      spec,
+      [&](const Chunk& ch) {
+        if (ch.row_begin != next_row) ++bad;
+        next_row += ch.rows;
+        ++nchunks;
+        for (int k = 0; k < n; ++k) {
+          for (std::size_t r = 0; r < ch.rows; ++r) {
+            const std::size_t row = c.rank() * rpr + ch.row_begin + r;
+            for (std::size_t j = 0; j < xrb; ++j) bad += ch.x[k][r * xrb + j] != x_byte(k, row, j, call);
+            for (std::size_t j = 0; j < srb; ++j) bad += ch.scales[k][r * srb + j] != s_byte(k, row, j, call);
+          }
+        }
+        return Status::Ok();
+      },
+      Clock::now() + 20s);
+  if (chunks) *chunks = nchunks;
+  if (!st.ok()) return 10;
+  if (next_row != rpr) return 11;
+  return bad ? 12 : 0;
+}
+
+TEST(ShmTransport, ExchangeLargerThanTheWindowMovesInChunks) {
+  // 3 MB window: 0.5 MB per slot for data. 4 ranks x 300 rows x (5120 + 160) bytes ~ 6.3 MB.
+  const auto codes = run_ranks(4, 3u << 20, [](ShmCommunicator& c) {
+    std::size_t chunks = 0;
+    const int r = exchange_and_check(c, 5120, 160, 300, 0, &chunks);
+    return r ? r : (chunks >= 10 ? 0 : 13);
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, BackToBackCallsNeverSeeStaleData) {
+  const auto codes = run_ranks(4, 3u << 20, [](ShmCommunicator& c) {
+    for (int call = 0; call < 100; ++call) {
+      std::vector<CallDescriptor> all;
+      CallDescriptor d;
+      d.op = 1;
+      d.shape[0] = call * 10 + c.rank();
+      if (!c.allgather_descriptors(d, all, Clock::now() + 20s).ok()) return 20;
+      for (int k = 0; k < c.size(); ++k) {
+        if (all[k].shape[0] != call * 10 + k) return 21;
+      }
+      // Row counts change between calls, so chunk boundaries move too.
+      if (int r = exchange_and_check(c, 1024, 32, 40 + (call % 7) * 20, call)) return r;
+      std::vector<uint32_t> blocks(c.size() * 1000);
+      for (int i = 0; i < 1000; ++i) blocks[c.rank() * 1000 + i] = call * 100000 + c.rank() * 1000 + i;
+      if (!c.allgather_inplace(blocks.data(), 4000, Clock::now() + 20s).ok()) return 22;
+      for (int k = 0; k < c.size(); ++k)
+        for (int i = 0; i < 1000; ++i)
+          if (blocks[k * 1000 + i] != static_cast<uint32_t>(call * 100000 + k * 1000 + i)) return 23;
+    }
+    return 0;
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, AllgatherLargerThanASlot) {
+  const auto codes = run_ranks(2, 1u << 20, [](ShmCommunicator& c) {
+    const std::size_t block = 3 * (1u << 20) + 123;  // six slots' worth
+    std::vector<uint8_t> buf(2 * block);
+    for (std::size_t i = 0; i < block; ++i) buf[c.rank() * block + i] = static_cast<uint8_t>(i * 13 + c.rank());
+    if (!c.allgather_inplace(buf.data(), block, Clock::now() + 20s).ok()) return 30;
+    for (int k = 0; k < 2; ++k)
+      for (std::size_t i = 0; i < block; ++i)
+        if (buf[k * block + i] != static_cast<uint8_t>(i * 13 + k)) return 31;
+    return 0;
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, WindowTooSmallIsParamInvalid) {
+  const auto codes = run_ranks(2, 2u << 20, [](ShmCommunicator& c) {
+    std::vector<uint8_t> x(2 * 4 * 1024), s(2 * 4 * 32);
+    ExchangeSpec spec{x.data(), 1024, s.data(), 32, 4};
+    if (c.max_chunk_rows(spec) != 0) return 40;
+    Status st = c.exchange(spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 5s);
+    return st.code == StatusCode::ParamInvalid && st.message.find("HCCL_BUFFSIZE") != std::string::npos ? 0 : 41;
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, PeerThatExitsMakesOthersFailFast) {
+  const auto codes = run_ranks(4, 3u << 20, [](ShmCommunicator& c) {
+    if (c.rank() == 3) {
+      c.abandon_for_test();  // as if killed: it leaves no mark in the segment
+      return 0;
+    }
+    usleep(100 * 1000);  // rank 3 is gone by now
+    const auto t0 = Clock::now();
+    std::vector<CallDescriptor> all;
+    Status st = c.allgather_descriptors(CallDescriptor{}, all, Clock::now() + 30s);
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (st.code != StatusCode::RuntimeError) return 50;
+    if (secs > 5) return 51;  // found by the liveness check, long before the deadline
+    if (c.usable()) return 52;
+    return 0;
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, PeerThatNeverCallsTimesOut) {
+  const auto codes = run_ranks(2, 1u << 20, [](ShmCommunicator& c) {
+    if (c.rank() == 1) {
+      usleep(1500 * 1000);  // alive, but never calls
+      return 0;
+    }
+    const auto t0 = Clock::now();
+    std::vector<CallDescriptor> all;
+    Status st = c.allgather_descriptors(CallDescriptor{}, all, Clock::now() + 500ms);
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (st.code != StatusCode::RuntimeError || st.message.find("timed out") == std::string::npos) return 60;
+    if (secs < 0.5 || secs > 1.4) return 61;
+    if (c.usable()) return 62;
+    // Broken: every later call fails at once.
+    return c.allgather_descriptors(CallDescriptor{}, all, Clock::now() + 10s).code == StatusCode::RuntimeError ? 0 : 63;
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, ConsumerErrorIsReturnedAfterTheProtocolCompletes) {
+  const auto codes = run_ranks(2, 3u << 20, [](ShmCommunicator& c) {
+    std::vector<uint8_t> x(2 * 600 * 1024), s(2 * 600 * 32);
+    ExchangeSpec spec{x.data(), 1024, s.data(), 32, 600};
+    int calls = 0;
+    Status st = c.exchange(
+        spec,
+        [&](const Chunk&) {
+          ++calls;
+          return c.rank() == 0 ? Status::Error(StatusCode::InnerError, "consumer says no") : Status::Ok();
+        },
+        Clock::now() + 20s);
+    if (c.rank() == 0 && (st.code != StatusCode::InnerError || calls != 1)) return 70;
+    if (c.rank() == 1 && !st.ok()) return 71;
+    // Both still in step: a second call works.
+    return exchange_and_check(c, 1024, 32, 100, 5);
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+}  // namespace
+}  // namespace qcoll::comm
