@@ -114,12 +114,12 @@ std::vector<int> run_ranks(int n, std::size_t window, const std::function<int(Sh
   ShmMapping m;
   EXPECT_TRUE(create_shm(name, bytes, m).ok());
   ShmCommunicator::init_segment(m.data(), n, window);
+  unlink_shm(name);  // the children inherit the mapping: no name needs to stay in /dev/shm
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
-      ShmMapping mine;
-      EXPECT_TRUE(open_shm(name, bytes, mine).ok());
+      ShmMapping mine(m.data(), m.bytes());  // this process's copy of the inherited mapping
       int code = 0;
       {
         ShmCommunicator c("g", r, n, window, std::move(mine));
@@ -135,7 +135,6 @@ std::vector<int> run_ranks(int n, std::size_t window, const std::function<int(Sh
     waitpid(p, &st, 0);
     codes.push_back(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
   }
-  unlink_shm(name);
   return codes;
 }
 

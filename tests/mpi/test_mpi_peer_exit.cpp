@@ -1,0 +1,68 @@
+// A peer process that is gone: the last rank leaves right after the communicator is made
+// (MPI_Finalize, then _exit without destroying anything, as a crash after setup would); the
+// other ranks call an operator and must get RUNTIME_ERROR within QCOLL_TIMEOUT_S (+ margin),
+// with their output buffer untouched. Usage: test_mpi_peer_exit shm|mpi
+#include <mpi.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mpi_test_support.hpp"
+#include "qcoll/qcoll_mpi.h"
+
+using namespace mpitest;
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* transport = argc > 1 ? argv[1] : "shm";
+  const double timeout_s = 5;
+  setenv("QCOLL_TRANSPORT", transport, 1);
+  setenv("HCCL_BUFFSIZE", "8", 1);
+  setenv("QCOLL_TIMEOUT_S", "5", 1);
+  Tally t(rank);
+
+  qcollMpiComm* c = nullptr;
+  const qcollStatus created = qcollMpiCommCreateWorld("peer-exit", &c);
+  t.check(created == QCOLL_SUCCESS, "create: %d %s", created, qcollGetRecentErrMsg());
+  // The survivors' own communicator for the summary (MPI_COMM_WORLD loses a member).
+  MPI_Comm survivors = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1 ? MPI_UNDEFINED : 0, rank, &survivors);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  if (rank == size - 1) {
+    MPI_Finalize();
+    _exit(0);  // no destructor, no qcollMpiCommDestroy: the peers only see that it is gone
+  }
+  usleep(200 * 1000);
+
+  const Mode m{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::BFloat16};
+  const std::size_t BS = 4 * size, H = 2048;
+  Inputs in = make_inputs(m, BS, H, 7, rank);
+  for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+    std::vector<uint8_t> out;
+    const double t0 = MPI_Wtime();
+    int phase = 0;
+    const qcollStatus st = call_op(op, m, in, BS, H, size, "peer-exit", out, &phase);
+    const double secs = MPI_Wtime() - t0;
+    t.check(st == QCOLL_RUNTIME_ERROR, "%s %s: expected RUNTIME_ERROR, got %d (phase %d): %s", transport,
+            op_name(op), st, phase, qcollGetRecentErrMsg());
+    t.check(secs <= timeout_s + 3, "%s %s: returned after %.1f s, expected <= %.0f s", transport, op_name(op), secs,
+            timeout_s + 3);
+    bool untouched = true;
+    for (uint8_t b : out) untouched = untouched && b == 0xA5;
+    t.check(untouched, "%s %s: output buffer was written", transport, op_name(op));
+    if (rank == 0) std::printf("%s %s: RUNTIME_ERROR after %.2f s: %s\n", transport, op_name(op), secs, qcollGetRecentErrMsg());
+  }
+  qcollMpiCommDestroy(c);
+  const int rc = t.finish((std::string("test_mpi_peer_exit ") + transport).c_str(), survivors);
+  MPI_Comm_free(&survivors);
+  MPI_Finalize();
+  return rc;
+}

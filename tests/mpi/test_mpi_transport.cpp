@@ -1,0 +1,199 @@
+// The operators over one-rank-per-process communicators, run under mpirun with 2, 4 or 8
+// processes. For each transport (shm and mpi, forced with QCOLL_TRANSPORT at creation):
+//   - both operators, every mode and output type, bit for bit against the SPEC reference
+//     (tests/ops_reference.hpp) and identical to the in-process thread transport;
+//   - a tensor larger than the window (HCCL_BUFFSIZE=3): correct results;
+//   - a window too small for one chunk (HCCL_BUFFSIZE=2): PARAM_INVALID naming HCCL_BUFFSIZE;
+//   - 100 back-to-back calls with changing inputs, each result checked.
+// Finally: no qcoll segment is left in /dev/shm. Exit status 0 only if every rank passed.
+#include <dirent.h>
+#include <mpi.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mpi_test_support.hpp"
+#include "qcoll/qcoll_mpi.h"
+
+using namespace mpitest;
+
+namespace {
+
+int g_rank = 0, g_size = 0;
+
+qcollMpiComm* create(const char* name, const char* transport, const char* buffsize_mb, Tally& t) {
+  setenv("QCOLL_TRANSPORT", transport, 1);
+  setenv("HCCL_BUFFSIZE", buffsize_mb, 1);
+  qcollMpiComm* c = nullptr;
+  const qcollStatus st = qcollMpiCommCreateWorld(name, &c);
+  t.check(st == QCOLL_SUCCESS, "create %s (%s, %s MB): status %d: %s", name, transport, buffsize_mb, st,
+          qcollGetRecentErrMsg());
+  if (c) t.check(std::string(qcollMpiCommTransport(c)) == transport, "%s: transport %s, expected %s", name,
+                 qcollMpiCommTransport(c), transport);
+  return c;
+}
+
+std::vector<Inputs> inputs_of_all_ranks(const Mode& m, std::size_t BS, std::size_t H, uint64_t seed) {
+  std::vector<Inputs> all;
+  for (int k = 0; k < g_size; ++k) all.push_back(make_inputs(m, BS, H, seed, k));
+  return all;
+}
+
+// This rank's output of the same call on an in-process thread group of g_size threads.
+std::vector<uint8_t> thread_transport_output(Op op, const Mode& m, std::vector<Inputs>& all, std::size_t BS,
+                                             std::size_t H, Tally& t) {
+  const std::string name = "threads-" + std::to_string(g_rank);
+  qcollThreadGroup* g = nullptr;
+  std::vector<uint8_t> mine;
+  if (!t.check(qcollThreadGroupCreate(name.c_str(), g_size, &g) == QCOLL_SUCCESS, "thread group: %s",
+               qcollGetRecentErrMsg()))
+    return mine;
+  std::vector<std::vector<uint8_t>> outs(g_size);
+  std::vector<qcollStatus> sts(g_size, -1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g_size; ++r) {
+    threads.emplace_back([&, r] {
+      if (qcollThreadGroupJoin(g, r) != QCOLL_SUCCESS) return;
+      sts[r] = call_op(op, m, all[r], BS, H, g_size, name.c_str(), outs[r]);
+      qcollThreadGroupLeave(g);
+    });
+  }
+  for (auto& th : threads) th.join();
+  qcollThreadGroupDestroy(g);
+  t.check(sts[g_rank] == QCOLL_SUCCESS, "thread transport %s %s: status %d", op_name(op), m.name().c_str(),
+          sts[g_rank]);
+  return outs[g_rank];
+}
+
+void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t seed, const char* group,
+                const char* what, Tally& t, bool compare_threads) {
+  std::vector<Inputs> all = inputs_of_all_ranks(m, BS, H, seed);
+  std::vector<uint8_t> out;
+  const qcollStatus st = call_op(op, m, all[g_rank], BS, H, g_size, group, out);
+  if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s BS=%zu H=%zu: status %d: %s", what, op_name(op), m.name().c_str(), BS,
+               H, st, qcollGetRecentErrMsg()))
+    return;
+  const long long d = first_difference(m, out, expected(op, m, all, BS, H, g_rank));
+  t.check(d < 0, "%s: %s %s BS=%zu H=%zu: differs from the reference at element %lld", what, op_name(op),
+          m.name().c_str(), BS, H, d);
+  if (compare_threads) {
+    const long long dt = first_difference(m, out, thread_transport_output(op, m, all, BS, H, t));
+    t.check(dt < 0, "%s: %s %s: differs from the thread transport at element %lld", what, op_name(op),
+            m.name().c_str(), dt);
+  }
+}
+
+void run_transport(const char* transport, Tally& t) {
+  const std::string base = std::string("qc-") + transport;
+  qcollMpiComm* big = create((base + "-200").c_str(), transport, "200", t);
+  qcollMpiComm* small = create((base + "-3").c_str(), transport, "3", t);
+  qcollMpiComm* tiny = create((base + "-2").c_str(), transport, "2", t);
+  if (!big || !small || !tiny) return;
+  const std::string big_name = base + "-200", small_name = base + "-3", tiny_name = base + "-2";
+  const std::size_t n = static_cast<std::size_t>(g_size);
+
+  // Every mode, both operators, 2-D inputs of 2n rows.
+  uint64_t seed = 1;
+  for (const Mode& m : all_modes()) {
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+      check_call(op, m, 2 * n, 1024, seed++, big_name.c_str(), transport, t, true);
+    }
+  }
+  // Larger than the window: 640 rows x (1024 + scales) bytes spread over >= 2 chunks of 0.5 MB.
+  for (const Mode& m : {Mode{qcoll::DType::Int8, qcoll::DType::Float, qcoll::DType::BFloat16},
+                        Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::Float}}) {
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+      check_call(op, m, 640, 1024, seed++, small_name.c_str(), (std::string(transport) + " chunked").c_str(), t,
+                 false);
+    }
+  }
+  // Window too small for one chunk: PARAM_INVALID in phase one, naming HCCL_BUFFSIZE.
+  {
+    const Mode m{qcoll::DType::Int8, qcoll::DType::Float, qcoll::DType::Float};
+    std::vector<Inputs> all = inputs_of_all_ranks(m, 2 * n, 1024, 99);
+    std::vector<uint8_t> out;
+    int phase = 0;
+    const qcollStatus st = call_op(Op::ReduceScatter, m, all[g_rank], 2 * n, 1024, g_size, tiny_name.c_str(), out, &phase);
+    const std::string msg = qcollGetRecentErrMsg();
+    t.check(st == QCOLL_PARAM_INVALID && phase == 1 && msg.find("HCCL_BUFFSIZE") != std::string::npos,
+            "%s: window of 2 MB: expected PARAM_INVALID naming HCCL_BUFFSIZE in phase one, got %d in phase %d: %s",
+            transport, st, phase, msg.c_str());
+  }
+  // 100 back-to-back calls, inputs and operator changing every call, through the small window.
+  {
+    const std::vector<Mode> modes = all_modes();
+    for (int call = 0; call < 100; ++call) {
+      const Mode& m = modes[call % modes.size()];
+      const Op op = call % 2 ? Op::AllReduce : Op::ReduceScatter;
+      const std::size_t BS = n * (1 + call % 3);
+      check_call(op, m, BS, 1024 + 128 * (call % 4), 1000 + call, small_name.c_str(),
+                 (std::string(transport) + " back-to-back #" + std::to_string(call)).c_str(), t, false);
+    }
+  }
+  qcollMpiCommDestroy(big);
+  qcollMpiCommDestroy(small);
+  qcollMpiCommDestroy(tiny);
+}
+
+int count_qcoll_segments() {
+  int count = 0;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) count += std::string(e->d_name).rfind("qcoll-", 0) == 0;
+    closedir(d);
+  }
+  return count;
+}
+
+// Ranks on several hosts (tests/mpi/two_hosts.sh): auto picks MPI, shm is refused.
+void check_several_hosts(Tally& t) {
+  setenv("HCCL_BUFFSIZE", "8", 1);
+  setenv("QCOLL_TRANSPORT", "auto", 1);
+  qcollMpiComm* c = nullptr;
+  qcollStatus st = qcollMpiCommCreateWorld("qc-auto", &c);
+  if (t.check(st == QCOLL_SUCCESS, "auto on several hosts: status %d: %s", st, qcollGetRecentErrMsg())) {
+    t.check(std::string(qcollMpiCommTransport(c)) == "mpi", "auto on several hosts: transport %s, expected mpi",
+            qcollMpiCommTransport(c));
+    qcollMpiCommDestroy(c);
+  }
+  setenv("QCOLL_TRANSPORT", "shm", 1);
+  c = nullptr;
+  st = qcollMpiCommCreateWorld("qc-shm-refused", &c);
+  t.check(st == QCOLL_PARAM_INVALID && c == nullptr, "shm on several hosts: expected PARAM_INVALID, got %d: %s", st,
+          qcollGetRecentErrMsg());
+}
+
+}  // namespace
+
+// Usage: test_mpi_transport [--several-hosts] [TRANSPORT...]   (default transports: shm mpi)
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  Tally t(g_rank);
+  setenv("QCOLL_TIMEOUT_S", "60", 1);
+  bool several_hosts = false;
+  std::vector<std::string> transports;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--several-hosts") several_hosts = true;
+    else transports.push_back(argv[i]);
+  }
+  if (transports.empty()) transports = {"shm", "mpi"};
+  if (several_hosts) check_several_hosts(t);
+  for (const std::string& transport : transports) {
+    const double t0 = MPI_Wtime();
+    run_transport(transport.c_str(), t);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) std::printf("transport %s: %.1f s\n", transport.c_str(), MPI_Wtime() - t0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    const int left = count_qcoll_segments();
+    t.check(left == 0, "%d qcoll segment(s) left in /dev/shm", left);
+  }
+  const int rc = t.finish("test_mpi_transport");
+  MPI_Finalize();
+  return rc;
+}
