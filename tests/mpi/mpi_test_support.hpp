@@ -111,6 +111,13 @@ inline Inputs make_inputs(const Mode& m, std::size_t BS, std::size_t H, uint64_t
 inline qcollDataType c_dtype(qcoll::DType t) { return static_cast<qcollDataType>(static_cast<int32_t>(t)); }
 
 enum class Op { ReduceScatter, AllReduce };
+
+// The message of the last failed call_op on this thread (qcollGetRecentErrMsg is reset by the
+// tensor calls that follow the operator).
+inline std::string& last_error() {
+  thread_local std::string m;
+  return m;
+}
 inline const char* op_name(Op op) { return op == Op::ReduceScatter ? "reduce-scatter" : "all-reduce"; }
 
 // Both phases of one operator call on this rank's inputs; output bytes in `out`.
@@ -139,6 +146,7 @@ inline qcollStatus call_op(Op op, const Mode& m, Inputs& in, std::size_t BS, std
                                  : qcollQuantAllReduce(ws ? w.data() : nullptr, ws, e, nullptr);
     if (phase && st != QCOLL_SUCCESS) *phase = 2;
   }
+  last_error() = st == QCOLL_SUCCESS ? "" : qcollGetRecentErrMsg();
   qcollDestroyTensor(x);
   qcollDestroyTensor(s);
   qcollDestroyTensor(o);

@@ -1,7 +1,13 @@
-// A peer process that is gone: the last rank leaves right after the communicator is made
-// (MPI_Finalize, then _exit without destroying anything, as a crash after setup would); the
-// other ranks call an operator and must get RUNTIME_ERROR within QCOLL_TIMEOUT_S (+ margin),
-// with their output buffer untouched. Usage: test_mpi_peer_exit shm|mpi
+// A peer process that is gone: the last rank leaves right after the communicator is made,
+// without destroying anything (as a crash after setup would); the other ranks call both
+// operators and must get RUNTIME_ERROR within QCOLL_TIMEOUT_S (+ margin), with their output
+// buffers untouched.
+//   test_mpi_peer_exit shm|mpi          the rank calls MPI_Finalize, then _exit(0). Open MPI
+//                                       keeps it waiting inside MPI_Finalize until the others
+//                                       finalize, so to them it is a peer that never calls.
+//   test_mpi_peer_exit shm|mpi exit     the rank _exit(0)s without MPI_Finalize: really dead.
+//                                       Needs mpirun --enable-recovery (else mpirun kills the
+//                                       whole job). On shm the others notice at once.
 #include <mpi.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,6 +28,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char* transport = argc > 1 ? argv[1] : "shm";
+  const bool exit_without_finalize = argc > 2 && std::strcmp(argv[2], "exit") == 0;
   const double timeout_s = 5;
   setenv("QCOLL_TRANSPORT", transport, 1);
   setenv("HCCL_BUFFSIZE", "8", 1);
@@ -37,7 +44,7 @@ int main(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD);
 
   if (rank == size - 1) {
-    MPI_Finalize();
+    if (!exit_without_finalize) MPI_Finalize();  // Open MPI: waits here until the others finalize
     _exit(0);  // no destructor, no qcollMpiCommDestroy: the peers only see that it is gone
   }
   usleep(200 * 1000);
@@ -52,13 +59,18 @@ int main(int argc, char** argv) {
     const qcollStatus st = call_op(op, m, in, BS, H, size, "peer-exit", out, &phase);
     const double secs = MPI_Wtime() - t0;
     t.check(st == QCOLL_RUNTIME_ERROR, "%s %s: expected RUNTIME_ERROR, got %d (phase %d): %s", transport,
-            op_name(op), st, phase, qcollGetRecentErrMsg());
+            op_name(op), st, phase, last_error().c_str());
     t.check(secs <= timeout_s + 3, "%s %s: returned after %.1f s, expected <= %.0f s", transport, op_name(op), secs,
             timeout_s + 3);
+    if (exit_without_finalize && std::strcmp(transport, "shm") == 0) {
+      // A dead process is seen at once (its pid is gone), long before the deadline.
+      t.check(secs < timeout_s / 2, "%s %s: a dead peer took %.1f s to notice, expected < %.1f s", transport,
+              op_name(op), secs, timeout_s / 2);
+    }
     bool untouched = true;
     for (uint8_t b : out) untouched = untouched && b == 0xA5;
     t.check(untouched, "%s %s: output buffer was written", transport, op_name(op));
-    if (rank == 0) std::printf("%s %s: RUNTIME_ERROR after %.2f s: %s\n", transport, op_name(op), secs, qcollGetRecentErrMsg());
+    if (rank == 0) std::printf("%s %s: RUNTIME_ERROR after %.2f s: %s\n", transport, op_name(op), secs, last_error().c_str());
   }
   qcollMpiCommDestroy(c);
   const int rc = t.finish((std::string("test_mpi_peer_exit ") + transport).c_str(), survivors);

@@ -74,7 +74,7 @@ void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t se
   std::vector<uint8_t> out;
   const qcollStatus st = call_op(op, m, all[g_rank], BS, H, g_size, group, out);
   if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s BS=%zu H=%zu: status %d: %s", what, op_name(op), m.name().c_str(), BS,
-               H, st, qcollGetRecentErrMsg()))
+               H, st, last_error().c_str()))
     return;
   const long long d = first_difference(m, out, expected(op, m, all, BS, H, g_rank));
   t.check(d < 0, "%s: %s %s BS=%zu H=%zu: differs from the reference at element %lld", what, op_name(op),
@@ -117,7 +117,7 @@ void run_transport(const char* transport, Tally& t) {
     std::vector<uint8_t> out;
     int phase = 0;
     const qcollStatus st = call_op(Op::ReduceScatter, m, all[g_rank], 2 * n, 1024, g_size, tiny_name.c_str(), out, &phase);
-    const std::string msg = qcollGetRecentErrMsg();
+    const std::string msg = last_error();
     t.check(st == QCOLL_PARAM_INVALID && phase == 1 && msg.find("HCCL_BUFFSIZE") != std::string::npos,
             "%s: window of 2 MB: expected PARAM_INVALID naming HCCL_BUFFSIZE in phase one, got %d in phase %d: %s",
             transport, st, phase, msg.c_str());
