@@ -1,0 +1,35 @@
+"""qcoll: quantized reduce-scatter and all-reduce, exact to the bit, on ordinary CPUs.
+
+Python bindings over the C++ core: number formats (decode/encode), quantizers (KG, MX),
+and the operators quant_reduce_scatter / quant_all_reduce over groups of threads of this
+process (ThreadGroup, run_ranks) or MPI processes (qcoll.mpi, needs mpi4py).
+"""
+
+from . import _core
+from ._dtypes import DType, to_dtype
+from .errors import (
+    CommunicationError,
+    Error,
+    InternalError,
+    InvalidParameterError,
+    NullPointerError,
+)
+from .formats import decode, encode, max_finite
+from .groups import ThreadGroup, run_ranks
+from .ops import quant_all_reduce, quant_reduce_scatter
+from .quant import default_hif8_target, dequantize, quantize_kg, quantize_mx
+
+__version__ = "0.1.0"
+
+#: True when the extension was built with the MPI transport (qcoll.mpi needs it and mpi4py).
+HAS_MPI = bool(_core.has_mpi)
+
+__all__ = [
+    "DType", "to_dtype",
+    "Error", "NullPointerError", "InvalidParameterError", "CommunicationError", "InternalError",
+    "decode", "encode", "max_finite",
+    "quantize_kg", "quantize_mx", "dequantize", "default_hif8_target",
+    "ThreadGroup", "run_ranks",
+    "quant_reduce_scatter", "quant_all_reduce",
+    "HAS_MPI",
+]

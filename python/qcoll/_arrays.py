@@ -1,0 +1,114 @@
+"""Arrays in and out: numpy arrays (ml_dtypes types included) and torch CPU tensors.
+
+Inside, every array is a plain numpy view of its bits (float32, uint16 or uint8) plus the
+SPEC type it carries. torch tensors are viewed without a copy through DLPack; results go
+back as torch tensors when the main input was one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ._dtypes import DType, dtype_of_numpy, numpy_dtype, torch_dtype
+from .errors import invalid
+
+_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.float32)}
+
+
+@dataclass
+class Bits:
+    raw: np.ndarray          # the same memory, as uint8 / uint16 / float32 (int8 kept as int8 for values)
+    dtype: Optional[DType]   # the SPEC type the source array carries; None for raw bytes
+    is_torch: bool = False
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "__dlpack__")
+
+
+def _torch_bits(t, param: str) -> Bits:
+    import torch
+
+    if t.device.type != "cpu":
+        raise invalid(f"{param}: only CPU tensors are supported, got a tensor on {t.device}")
+    t = t.detach()
+    name = str(t.dtype)
+    from ._dtypes import _TORCH_NAMES
+
+    spec = _TORCH_NAMES.get(name)
+    if t.dtype == torch.uint8:
+        spec = None
+    elif spec is None:
+        raise invalid(f"{param}: torch dtype {t.dtype} has no SPEC counterpart")
+    size = t.element_size()
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.float32}[size]
+    raw = np.from_dlpack(t.view(view) if t.dtype != view else t)
+    if size == 2:
+        raw = raw.view(np.uint16)
+    return Bits(raw, spec, True)
+
+
+def bits_of(obj: Any, param: str) -> Bits:
+    """The bits of an array-like, without a copy for numpy arrays and torch CPU tensors."""
+    if is_torch_tensor(obj):
+        return _torch_bits(obj, param)
+    a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+    spec = dtype_of_numpy(a.dtype)
+    if a.dtype == np.uint8:
+        return Bits(a, None)
+    if spec is None:
+        raise invalid(f"{param}: numpy dtype {a.dtype} has no SPEC counterpart; expected float32, "
+                      "float16, int8, uint8 or an ml_dtypes type (bfloat16, float8_e4m3fn, "
+                      "float8_e5m2, float8_e8m0fnu)")
+    if a.dtype.itemsize not in _BITS:
+        raise invalid(f"{param}: unexpected element size {a.dtype.itemsize}")
+    return Bits(a.view(_BITS[a.dtype.itemsize]), spec)
+
+
+def float32_values(obj: Any, param: str) -> tuple[np.ndarray, bool]:
+    """Values as a float32 array (exact for float16/bfloat16/8-bit inputs; float64 and
+    integers are rounded to float32 first), and whether obj was a torch tensor."""
+    if is_torch_tensor(obj):
+        import torch
+
+        if obj.device.type != "cpu":
+            raise invalid(f"{param}: only CPU tensors are supported, got a tensor on {obj.device}")
+        t = obj.detach()
+        if t.dtype != torch.float32:
+            t = t.to(torch.float32)
+        return np.from_dlpack(t), True
+    a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+    if a.dtype == np.float32:
+        return a, False
+    if a.dtype.kind not in "fiub" and dtype_of_numpy(a.dtype) is None:
+        raise invalid(f"{param}: cannot convert dtype {a.dtype} to float32 values")
+    return a.astype(np.float32), False
+
+
+def typed(raw: np.ndarray, t: DType) -> np.ndarray:
+    """raw bits (uint8/uint16/float32) viewed as the numpy type of t."""
+    return raw.view(numpy_dtype(t))
+
+
+def to_torch(a: np.ndarray, t: DType):
+    """A numpy result as a torch tensor of the matching dtype (shares memory)."""
+    import torch
+
+    if a.dtype == np.uint16 or a.dtype.itemsize == 2 and a.dtype != np.float16:
+        base = torch.from_dlpack(a.view(np.int16))
+    elif a.dtype.itemsize == 1 and a.dtype not in (np.uint8, np.int8):
+        base = torch.from_dlpack(a.view(np.uint8))
+    else:
+        base = torch.from_dlpack(a)
+    want = torch_dtype(t) if t not in (DType.HIFLOAT8, DType.UINT8) else torch.uint8
+    if want is None:
+        want = torch.uint8
+    return base.view(want) if base.dtype != want else base
+
+
+def result(raw: np.ndarray, t: DType, as_torch: bool):
+    out = typed(raw, t)
+    return to_torch(out, t) if as_torch else out

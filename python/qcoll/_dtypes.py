@@ -1,0 +1,140 @@
+"""The SPEC data types and how numpy, ml_dtypes, torch and strings name them."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Optional
+
+import ml_dtypes
+import numpy as np
+
+from .errors import invalid
+
+
+class DType(enum.IntEnum):
+    """SPEC data types; the values are those of qcollDataType (ACL's aclDataType)."""
+
+    FLOAT = 0
+    FLOAT16 = 1
+    INT8 = 2
+    UINT8 = 4
+    BFLOAT16 = 27
+    HIFLOAT8 = 34
+    FLOAT8_E5M2 = 35
+    FLOAT8_E4M3FN = 36
+    FLOAT8_E8M0 = 37
+
+    @property
+    def spec_name(self) -> str:
+        return _SPEC_NAMES[self]
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self is DType.FLOAT else 2 if self in (DType.FLOAT16, DType.BFLOAT16) else 1
+
+
+_SPEC_NAMES = {
+    DType.FLOAT: "float", DType.FLOAT16: "float16", DType.INT8: "int8", DType.UINT8: "uint8",
+    DType.BFLOAT16: "bfloat16", DType.HIFLOAT8: "hifloat8", DType.FLOAT8_E5M2: "float8_e5m2",
+    DType.FLOAT8_E4M3FN: "float8_e4m3fn", DType.FLOAT8_E8M0: "float8_e8m0",
+}
+
+_ALIASES = {
+    "float": DType.FLOAT, "float32": DType.FLOAT, "fp32": DType.FLOAT,
+    "float16": DType.FLOAT16, "fp16": DType.FLOAT16, "half": DType.FLOAT16,
+    "int8": DType.INT8, "uint8": DType.UINT8,
+    "bfloat16": DType.BFLOAT16, "bf16": DType.BFLOAT16,
+    "hifloat8": DType.HIFLOAT8, "hif8": DType.HIFLOAT8,
+    "float8_e5m2": DType.FLOAT8_E5M2, "e5m2": DType.FLOAT8_E5M2, "fp8_e5m2": DType.FLOAT8_E5M2,
+    "float8_e4m3fn": DType.FLOAT8_E4M3FN, "e4m3fn": DType.FLOAT8_E4M3FN,
+    "e4m3": DType.FLOAT8_E4M3FN, "fp8_e4m3fn": DType.FLOAT8_E4M3FN,
+    "float8_e8m0": DType.FLOAT8_E8M0, "float8_e8m0fnu": DType.FLOAT8_E8M0, "e8m0": DType.FLOAT8_E8M0,
+}
+
+_E8M0 = getattr(ml_dtypes, "float8_e8m0fnu", None)  # ml_dtypes >= 0.5
+
+# numpy dtypes that name a SPEC type without ambiguity (uint8 does not: raw bytes).
+_FROM_NUMPY = {
+    np.dtype(np.float32): DType.FLOAT,
+    np.dtype(np.float16): DType.FLOAT16,
+    np.dtype(np.int8): DType.INT8,
+    np.dtype(ml_dtypes.bfloat16): DType.BFLOAT16,
+    np.dtype(ml_dtypes.float8_e4m3fn): DType.FLOAT8_E4M3FN,
+    np.dtype(ml_dtypes.float8_e5m2): DType.FLOAT8_E5M2,
+}
+if _E8M0 is not None:
+    _FROM_NUMPY[np.dtype(_E8M0)] = DType.FLOAT8_E8M0
+
+# The numpy dtype in which each SPEC type is returned (HiF8 has none: raw uint8 bytes).
+_TO_NUMPY = {
+    DType.FLOAT: np.dtype(np.float32),
+    DType.FLOAT16: np.dtype(np.float16),
+    DType.INT8: np.dtype(np.int8),
+    DType.UINT8: np.dtype(np.uint8),
+    DType.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+    DType.HIFLOAT8: np.dtype(np.uint8),
+    DType.FLOAT8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    DType.FLOAT8_E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
+    DType.FLOAT8_E8M0: np.dtype(_E8M0) if _E8M0 is not None else np.dtype(np.uint8),
+}
+
+_TORCH_NAMES = {
+    "torch.float32": DType.FLOAT, "torch.float16": DType.FLOAT16, "torch.int8": DType.INT8,
+    "torch.bfloat16": DType.BFLOAT16, "torch.float8_e4m3fn": DType.FLOAT8_E4M3FN,
+    "torch.float8_e5m2": DType.FLOAT8_E5M2, "torch.float8_e8m0fnu": DType.FLOAT8_E8M0,
+}
+
+
+def to_dtype(spec: Any, param: str = "dtype") -> DType:
+    """A DType from a DType, its int value, a SPEC name or alias ("hifloat8", "e4m3", "bf16"),
+    a numpy / ml_dtypes dtype or scalar type, or a torch dtype."""
+    if isinstance(spec, DType):
+        return spec
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        try:
+            return DType(int(spec))
+        except ValueError:
+            raise invalid(f"{param}: unknown dtype value {int(spec)}") from None
+    if isinstance(spec, str):
+        t = _ALIASES.get(spec.lower())
+        if t is None:
+            raise invalid(f"{param}: unknown dtype name {spec!r}; expected one of "
+                          + ", ".join(sorted(set(_SPEC_NAMES.values()))))
+        return t
+    if type(spec).__module__ == "torch":
+        t = _TORCH_NAMES.get(str(spec))
+        if t is None:
+            raise invalid(f"{param}: torch dtype {spec} has no SPEC counterpart")
+        return t
+    try:
+        nd = np.dtype(spec)
+    except TypeError:
+        raise invalid(f"{param}: cannot interpret {spec!r} as a dtype") from None
+    if nd == np.uint8:
+        return DType.UINT8
+    t = _FROM_NUMPY.get(nd)
+    if t is None:
+        raise invalid(f"{param}: numpy dtype {nd} has no SPEC counterpart")
+    return t
+
+
+def optional_dtype(spec: Any, param: str) -> Optional[DType]:
+    return None if spec is None else to_dtype(spec, param)
+
+
+def dtype_of_numpy(nd: np.dtype) -> Optional[DType]:
+    """The SPEC type a numpy dtype stands for; None for raw bytes (uint8) and the rest."""
+    return _FROM_NUMPY.get(np.dtype(nd))
+
+
+def numpy_dtype(t: DType) -> np.dtype:
+    return _TO_NUMPY[t]
+
+
+def torch_dtype(t: DType):
+    """The torch dtype for t, or None (HiF8, or a type this torch lacks)."""
+    import torch
+
+    names = {v: k for k, v in _TORCH_NAMES.items()}
+    name = names.get(t)
+    return getattr(torch, name.split(".", 1)[1], None) if name else None

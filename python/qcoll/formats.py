@@ -1,0 +1,93 @@
+"""decode / encode of every SPEC data type (SPEC 4.1, 5) over numpy arrays and torch tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._arrays import bits_of, float32_values, result, to_torch
+from ._dtypes import DType, optional_dtype, to_dtype
+from .errors import invalid
+
+_EIGHT_BIT = (DType.INT8, DType.HIFLOAT8, DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E8M0)
+_SIXTEEN_BIT = (DType.FLOAT16, DType.BFLOAT16)
+
+
+def decode(codes: Any, dtype: Any = None) -> np.ndarray:
+    """Exact float32 values of ``codes``.
+
+    ``codes`` is an array of a SPEC type (ml_dtypes float8_e4m3fn / float8_e5m2 /
+    float8_e8m0fnu / bfloat16, numpy int8 / float16, or a torch CPU tensor of those), or raw
+    codes (uint8 bytes, uint16 bit patterns) with ``dtype`` naming the format, e.g.
+    ``decode(b, "hifloat8")``. The result has the shape of ``codes``.
+    """
+    src = bits_of(codes, "codes")
+    want = optional_dtype(dtype, "dtype")
+    if want is None:
+        if src.dtype is None:
+            raise invalid("dtype: raw codes (uint8) need an explicit dtype, e.g. dtype='hifloat8'")
+        want = src.dtype
+    elif src.dtype is not None and src.dtype != want and not (
+        src.dtype == DType.INT8 and want in _EIGHT_BIT
+    ):
+        raise invalid(f"dtype: the array holds {src.dtype.spec_name}, but dtype={want.spec_name} was given")
+    raw = np.ascontiguousarray(src.raw)
+    out = np.empty(raw.shape, np.float32)
+    if want in _EIGHT_BIT:
+        if raw.dtype.itemsize != 1:
+            raise invalid(f"codes: {want.spec_name} codes are 1 byte each, got {raw.dtype.itemsize}-byte elements")
+        _core.decode8(raw.view(np.uint8).reshape(-1), int(want), out.reshape(-1))
+    elif want in _SIXTEEN_BIT:
+        if raw.dtype.itemsize != 2:
+            raise invalid(f"codes: {want.spec_name} codes are 2 bytes each, got {raw.dtype.itemsize}-byte elements")
+        _core.decode16(raw.view(np.uint16).reshape(-1), int(want), out.reshape(-1))
+    elif want == DType.FLOAT:
+        if raw.dtype != np.float32:
+            raise invalid(f"codes: float values are 4 bytes each, got {raw.dtype.itemsize}-byte elements")
+        out[...] = raw
+    else:
+        raise invalid(f"dtype: cannot decode {want.spec_name}")
+    return to_torch(out, DType.FLOAT) if src.is_torch else out
+
+
+def encode(values: Any, dtype: Any, *, saturating: bool = False, bits: bool = False):
+    """Nearest ``dtype`` encoding of ``values`` (SPEC 5 encoders).
+
+    Values are taken as float32 (float64 input is rounded to float32 first). Rounding is to
+    nearest, ties to even (HiF8: ties away from zero); overflow is decided after rounding.
+    ``saturating=False`` (default, as ml_dtypes and PyTorch): overflow gives NaN (E4M3FN)
+    or +-Inf (E5M2, HiF8, float16); ``saturating=True`` clamps to +-max finite (E4M3FN,
+    E5M2, HiF8; int8 always clamps). Returns an ml_dtypes / numpy array of the type
+    (HiF8: uint8 codes), or the raw codes (uint8 / uint16) with ``bits=True``; a torch
+    tensor for a torch input.
+    """
+    t = to_dtype(dtype)
+    vals, is_torch = float32_values(values, "values")
+    flat = np.ascontiguousarray(vals).reshape(-1)
+    if t in _EIGHT_BIT:
+        out = np.empty(vals.shape, np.uint8)
+        _core.encode8(flat, int(t), bool(saturating), out.reshape(-1))
+    elif t in _SIXTEEN_BIT:
+        if saturating:
+            raise invalid(f"saturating: {t.spec_name} has no saturating mode (overflow gives +-Inf), "
+                          "got saturating=True")
+        out = np.empty(vals.shape, np.uint16)
+        _core.encode16(flat, int(t), out.reshape(-1))
+    elif t == DType.FLOAT:
+        out = np.array(vals, np.float32, copy=True)
+    else:
+        raise invalid(f"dtype: cannot encode to {t.spec_name}")
+    if bits:
+        if not is_torch:
+            return out
+        import torch  # raw codes as torch: uint8 bytes, or 16-bit patterns as int16
+
+        return torch.from_dlpack(out if out.dtype != np.uint16 else out.view(np.int16))
+    return result(out, t, is_torch)
+
+
+def max_finite(dtype: Any) -> float:
+    """Largest finite value of an 8-bit format (448, 57344, 32768; 127 for int8)."""
+    return float(_core.max_finite(int(to_dtype(dtype))))

@@ -1,0 +1,73 @@
+"""The operators QuantReduceScatter and QuantAllReduce (SPEC 1, 3), with the vendor's Python
+signature ``(x, scales, group, *, reduce_op="sum", output_dtype=None, x_dtype=None,
+scales_dtype=None)``."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _core
+from ._arrays import Bits, bits_of, result
+from ._dtypes import DType, optional_dtype
+from .errors import invalid
+from .groups import group_name
+
+
+def _input(a: Any, explicit: Any, param: str, hint: str) -> tuple[Optional[Bits], int]:
+    """The bits of an operator input and its dtype value (None stays None: PARAM_NULLPTR)."""
+    if a is None:
+        return None, -1
+    b = bits_of(a, param)
+    t = optional_dtype(explicit, f"{param}_dtype")
+    if t is None:
+        t = b.dtype
+        if t is None:
+            raise invalid(f"{param}_dtype: a uint8 {param} needs {param}_dtype ({hint})")
+    elif b.dtype is not None and b.dtype != t:
+        raise invalid(f"{param}_dtype: the array holds {b.dtype.spec_name}, but {param}_dtype={t.spec_name} was given")
+    return b, int(t)
+
+
+def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype):
+    xb, xt = _input(x, x_dtype, "x", "e.g. 'hifloat8'")
+    sb, st = _input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'")
+    ot = optional_dtype(output_dtype, "output_dtype")
+    if ot is None:
+        ot = DType.BFLOAT16  # the vendor's default
+    name = group_name(group)
+    # The output's shape needs the group size; when the name is unknown (or x is missing)
+    # any shape will do: the operator rejects the call before writing anything.
+    shape: tuple = (1,)
+    if xb is not None:
+        shape = xb.raw.shape
+        info = _core.resolve_group(name) if name is not None else None
+        if which == "rs" and info is not None and xb.raw.ndim in (2, 3) and info[1] > 0:
+            bs = int(np.prod(shape[:-1], dtype=np.int64))
+            shape = (max(bs // info[1], 1), shape[-1])
+    out = np.zeros(shape, np.dtype({1: np.uint8, 2: np.uint16, 4: np.float32}[ot.itemsize]))
+    fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
+    fn(None if xb is None else xb.raw, xt, None if sb is None else sb.raw, st, name, reduce_op, out, int(ot))
+    return result(out, ot, xb is not None and xb.is_torch)
+
+
+def quant_reduce_scatter(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,
+                         x_dtype=None, scales_dtype=None):
+    """QuantReduceScatter: rank r gets, for its row block r, the fp32 sum over ranks 0..n-1
+    (in that order) of decode(x_k) * scale_k, cast to ``output_dtype`` (default bfloat16).
+
+    ``x``: (BS, H) or (B, S, H) of int8, hifloat8 (uint8 + ``x_dtype="hifloat8"``),
+    float8_e4m3fn or float8_e5m2. ``scales``: float32 (BS, H/128) (KG), or E8M0
+    (BS, H/64, 2) (MX; uint8 + ``scales_dtype="float8_e8m0"`` also accepted).
+    ``group``: a group name or object joined by the calling thread/process.
+    Returns a (BS/n, H) array (a torch tensor for a torch x). Raises qcoll.Error.
+    """
+    return _run("rs", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype)
+
+
+def quant_all_reduce(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,
+                     x_dtype=None, scales_dtype=None):
+    """QuantAllReduce: every rank gets the full reduction, of x's shape (see
+    :func:`quant_reduce_scatter` for the arguments)."""
+    return _run("ar", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype)

@@ -1,0 +1,100 @@
+"""Quantizers that produce the operators' inputs (SPEC 5) and the matching dequantizer."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _core
+from ._arrays import bits_of, float32_values, is_torch_tensor, result, to_torch
+from ._dtypes import DType, optional_dtype, to_dtype
+from .errors import invalid
+
+
+def _rows_h(shape: tuple, param: str) -> tuple[int, int]:
+    if len(shape) < 1:
+        raise invalid(f"{param}: needs at least one dimension (the last one is H), got a scalar")
+    h = int(shape[-1])
+    rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+    return rows, h
+
+
+def _source(x: Any):
+    """(2-D contiguous array, kind, is_torch): bfloat16 bits go to the bf16 quantizer as they
+    are; everything else as float32 values."""
+    if (is_torch_tensor(x) and str(x.dtype) == "torch.bfloat16") or (
+        isinstance(x, np.ndarray) and x.dtype.name == "bfloat16"
+    ):
+        b = bits_of(x, "x")
+        return b.raw, "bf16", b.is_torch
+    vals, is_torch = float32_values(x, "x")
+    return vals, "f32", is_torch
+
+
+def quantize_kg(x: Any, dtype: Any, *, hif8_target: Optional[float] = None):
+    """Per-token-per-group quantization (group: 128 contiguous elements of a row).
+
+    ``x``: float32 / bfloat16 (or anything convertible to float32) of shape (..., H), H a
+    multiple of 128. ``dtype``: int8, hifloat8, float8_e4m3fn or float8_e5m2.
+    Returns ``(q, scales)``: q of x's shape in ``dtype`` (HiF8 as uint8 codes), scales
+    float32 of shape (..., H/128). ``hif8_target`` overrides the HiF8 target
+    (scale = amax / target); default :func:`default_hif8_target`.
+    """
+    t = to_dtype(dtype)
+    a, kind, is_torch = _source(x)
+    rows, h = _rows_h(a.shape, "x")
+    if h % 128 != 0 or h == 0:
+        raise invalid(f"x: the last dimension must be a positive multiple of 128 (group 128), got {h}")
+    q = np.empty(a.shape, np.uint8)
+    scales = np.empty(a.shape[:-1] + (h // 128,), np.float32)
+    src = np.ascontiguousarray(a).reshape(rows, h)
+    fn = _core.quantize_kg_bf16 if kind == "bf16" else _core.quantize_kg_f32
+    fn(src, int(t), q.reshape(rows, h), scales.reshape(-1), float(hif8_target or 0.0))
+    return result(q, t, is_torch), result(scales, DType.FLOAT, is_torch)
+
+
+def quantize_mx(x: Any, dtype: Any):
+    """OCP MX quantization (group: 32 contiguous elements of a row, E8M0 scales).
+
+    ``x``: float32 / bfloat16 of shape (..., H), H a multiple of 64. ``dtype``:
+    float8_e4m3fn or float8_e5m2. Returns ``(q, scales)``: q of x's shape, scales
+    float8_e8m0fnu of shape (..., H/64, 2), the operators' MX layout.
+    """
+    t = to_dtype(dtype)
+    a, kind, is_torch = _source(x)
+    rows, h = _rows_h(a.shape, "x")
+    if h % 64 != 0 or h == 0:
+        raise invalid(f"x: the last dimension must be a positive multiple of 64 (MX layout (..., H/64, 2)), got {h}")
+    q = np.empty(a.shape, np.uint8)
+    scales = np.empty(a.shape[:-1] + (h // 64, 2), np.uint8)
+    src = np.ascontiguousarray(a).reshape(rows, h)
+    fn = _core.quantize_mx_bf16 if kind == "bf16" else _core.quantize_mx_f32
+    fn(src, int(t), q.reshape(rows, h), scales.reshape(-1))
+    return result(q, t, is_torch), result(scales, DType.FLOAT8_E8M0, is_torch)
+
+
+def dequantize(q: Any, scales: Any, *, x_dtype: Any = None, scales_dtype: Any = None):
+    """float32 values ``decode(q) * scale`` (one fp32 multiply each), of q's shape.
+
+    The group size follows from the scales type: float32 scales (KG) cover 128 elements,
+    E8M0 scales (MX) 32. Raw uint8 inputs need ``x_dtype`` / ``scales_dtype``.
+    """
+    qb = bits_of(q, "q")
+    sb = bits_of(scales, "scales")
+    xt = optional_dtype(x_dtype, "x_dtype") or qb.dtype
+    st = optional_dtype(scales_dtype, "scales_dtype") or sb.dtype
+    if xt is None:
+        raise invalid("x_dtype: raw uint8 q needs x_dtype (e.g. 'hifloat8')")
+    if st is None:
+        raise invalid("scales_dtype: raw uint8 scales need scales_dtype (e.g. 'float8_e8m0')")
+    rows, h = _rows_h(qb.raw.shape, "q")
+    out = np.empty(qb.raw.shape, np.float32)
+    _core.dequantize(np.ascontiguousarray(qb.raw).view(np.uint8), np.ascontiguousarray(sb.raw),
+                     rows, h, int(xt), int(st), out)
+    return to_torch(out, DType.FLOAT) if qb.is_torch else out
+
+
+def default_hif8_target() -> float:
+    """The default HiF8 KG target (scale = amax / target), chosen by measurement."""
+    return float(_core.default_hif8_target())

@@ -1,0 +1,18 @@
+// The extension module qcoll._core: thin bindings over the C++ core. The Python package
+// (python/qcoll) converts arrays and dtypes and allocates outputs; this module checks sizes,
+// fills the buffers it is given and releases the GIL around anything that can block.
+#include "bindings.hpp"
+
+NB_MODULE(_core, m) {
+  using namespace qcoll::python;
+  bind_status_error(m);
+  bind_formats(m);
+  bind_quant(m);
+  bind_ops(m);
+#ifdef QCOLL_PY_HAVE_MPI
+  bind_mpi(m);
+  m.attr("has_mpi") = true;
+#else
+  m.attr("has_mpi") = false;
+#endif
+}

@@ -1,0 +1,161 @@
+// In-process thread groups and the two operators, through the C API (qcoll.h), so Python
+// sees exactly the validation and status codes of the C contract. The GIL is released
+// around every call that may wait for other ranks: the ranks of a thread group are Python
+// threads of this process, and they must all be inside the collective at once.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bindings.hpp"
+#include "comm/registry.hpp"
+#include "qcoll/dtype.hpp"
+#include "qcoll/qcoll.h"
+#include "status_error.hpp"
+
+namespace qcoll::python {
+namespace {
+
+using AnyArray = nb::ndarray<nb::device::cpu>;
+
+class ThreadGroup {
+ public:
+  ThreadGroup(const std::string& name, int32_t nranks) : name_(name) {
+    throw_if_failed(qcollThreadGroupCreate(name.c_str(), nranks, &group_));
+  }
+  ~ThreadGroup() {
+    if (!group_) return;
+    if (PyGILState_Check()) {
+      nb::gil_scoped_release unlocked;
+      qcollThreadGroupDestroy(group_);
+    } else {
+      qcollThreadGroupDestroy(group_);
+    }
+  }
+  ThreadGroup(const ThreadGroup&) = delete;
+  ThreadGroup& operator=(const ThreadGroup&) = delete;
+
+  void join(int32_t rank) { throw_if_failed(qcollThreadGroupJoin(live(), rank)); }
+  void leave() { throw_if_failed(qcollThreadGroupLeave(live())); }
+  void destroy() {
+    if (!group_) return;
+    qcollThreadGroup* g = group_;
+    group_ = nullptr;
+    int32_t status;
+    {
+      nb::gil_scoped_release unlocked;  // may wait for threads still inside an operator
+      status = qcollThreadGroupDestroy(g);
+    }
+    throw_if_failed(status);
+  }
+  const std::string& name() const { return name_; }
+  bool alive() const { return group_ != nullptr; }
+
+ private:
+  qcollThreadGroup* live() const {
+    if (!group_) throw_param_invalid("group: thread group '" + name_ + "' was destroyed");
+    return group_;
+  }
+  std::string name_;
+  qcollThreadGroup* group_ = nullptr;
+};
+
+// Owns a qcollTensor describing a numpy/DLPack array (shape, element strides, dtype).
+struct TensorHandle {
+  qcollTensor* t = nullptr;
+  ~TensorHandle() {
+    if (t) qcollDestroyTensor(t);
+  }
+};
+
+void describe(const std::optional<AnyArray>& a, int32_t dtype, const char* param, TensorHandle& h) {
+  if (!a) return;  // a null tensor: the operator reports PARAM_NULLPTR
+  if (!is_known_dtype(dtype))
+    throw_param_invalid(std::string(param) + ": unknown dtype value " + std::to_string(dtype));
+  const std::size_t want = dtype_size(static_cast<DType>(dtype));
+  if (a->itemsize() != want)
+    throw_param_invalid(std::string(param) + ": element size must be " + std::to_string(want) +
+                        " bytes for " + std::string(dtype_name(static_cast<DType>(dtype))) + ", got " +
+                        std::to_string(a->itemsize()));
+  const std::size_t nd = a->ndim();
+  std::vector<int64_t> dims(nd), strides(nd);
+  for (std::size_t i = 0; i < nd; ++i) {
+    dims[i] = static_cast<int64_t>(a->shape(i));
+    strides[i] = a->stride(i);
+  }
+  h.t = qcollCreateTensor(dims.data(), nd, static_cast<qcollDataType>(dtype), strides.data(), 0,
+                          QCOLL_FORMAT_ND, dims.data(), nd, const_cast<void*>(a->data()));
+  if (!h.t) throw_param_invalid(std::string(param) + ": " + qcollGetRecentErrMsg());
+}
+
+using PhaseOne = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*,
+                                 qcollTensor*, uint64_t*, qcollOpExecutor**);
+using PhaseTwo = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
+
+void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, int32_t x_dtype,
+                  const std::optional<AnyArray>& scales, int32_t scales_dtype,
+                  const std::optional<std::string>& group, const std::optional<std::string>& reduce_op,
+                  const std::optional<AnyArray>& out, int32_t out_dtype) {
+  TensorHandle tx, ts, to;
+  describe(x, x_dtype, "x", tx);
+  describe(scales, scales_dtype, "scales", ts);
+  describe(out, out_dtype, "output", to);
+  const char* g = group ? group->c_str() : nullptr;
+  const char* op = reduce_op ? reduce_op->c_str() : nullptr;
+  qcollStatus status;
+  {
+    nb::gil_scoped_release unlocked;
+    uint64_t ws_size = 0;
+    qcollOpExecutor* exec = nullptr;
+    status = one(tx.t, ts.t, g, op, to.t, &ws_size, &exec);
+    if (status == QCOLL_SUCCESS) {
+      std::vector<uint8_t> workspace(ws_size);
+      status = two(ws_size ? workspace.data() : nullptr, ws_size, exec, nullptr);
+    }
+  }
+  throw_if_failed(status);
+}
+
+}  // namespace
+
+void bind_ops(nb::module_& m) {
+  nb::class_<ThreadGroup>(m, "ThreadGroup")
+      .def(nb::init<const std::string&, int32_t>(), nb::arg("name"), nb::arg("nranks"))
+      .def("join", &ThreadGroup::join, nb::arg("rank"))
+      .def("leave", &ThreadGroup::leave)
+      .def("destroy", &ThreadGroup::destroy)
+      .def_prop_ro("name", &ThreadGroup::name)
+      .def_prop_ro("alive", &ThreadGroup::alive);
+
+  m.def("resolve_group",
+        [](const std::string& name) -> std::optional<std::tuple<int, int, std::string>> {
+          auto c = comm::resolve(name);
+          if (!c) return std::nullopt;
+          return std::make_tuple(c->rank(), c->size(), std::string(c->transport()));
+        },
+        nb::arg("name"),
+        "(rank, size, transport) of the communicator `name` as seen by the calling thread, or None.");
+
+  auto def_op = [&](const char* name, PhaseOne one, PhaseTwo two) {
+    m.def(name,
+          [one, two](const std::optional<AnyArray>& x, int32_t x_dtype, const std::optional<AnyArray>& scales,
+                     int32_t scales_dtype, const std::optional<std::string>& group,
+                     const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out,
+                     int32_t out_dtype) {
+            run_operator(one, two, x, x_dtype, scales, scales_dtype, group, reduce_op, out, out_dtype);
+          },
+          nb::arg("x").noconvert().none(), nb::arg("x_dtype"), nb::arg("scales").noconvert().none(),
+          nb::arg("scales_dtype"), nb::arg("group").none(), nb::arg("reduce_op").none(),
+          nb::arg("out").noconvert().none(), nb::arg("out_dtype"));
+  };
+  def_op("quant_reduce_scatter", &qcollQuantReduceScatterGetWorkspaceSize, &qcollQuantReduceScatter);
+  def_op("quant_all_reduce", &qcollQuantAllReduceGetWorkspaceSize, &qcollQuantAllReduce);
+}
+
+}  // namespace qcoll::python
