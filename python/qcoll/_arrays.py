@@ -20,7 +20,7 @@ _BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.float32)}
 
 @dataclass
 class Bits:
-    raw: np.ndarray          # the same memory, as uint8 / uint16 / float32 (int8 kept as int8 for values)
+    raw: np.ndarray          # the same memory, as uint8 / uint16 / float32
     dtype: Optional[DType]   # the SPEC type the source array carries; None for raw bytes
     is_torch: bool = False
 
@@ -57,11 +57,11 @@ def bits_of(obj: Any, param: str) -> Bits:
         return _torch_bits(obj, param)
     a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
     spec = dtype_of_numpy(a.dtype)
-    if a.dtype == np.uint8:
+    if a.dtype in (np.uint8, np.uint16):  # raw codes: the caller names the format
         return Bits(a, None)
     if spec is None:
         raise invalid(f"{param}: numpy dtype {a.dtype} has no SPEC counterpart; expected float32, "
-                      "float16, int8, uint8 or an ml_dtypes type (bfloat16, float8_e4m3fn, "
+                      "float16, int8, uint8 / uint16 (raw codes) or an ml_dtypes type (bfloat16, float8_e4m3fn, "
                       "float8_e5m2, float8_e8m0fnu)")
     if a.dtype.itemsize not in _BITS:
         raise invalid(f"{param}: unexpected element size {a.dtype.itemsize}")

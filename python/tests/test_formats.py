@@ -42,6 +42,9 @@ def random_floats(rng, n: int, lo_exp: int, hi_exp: int) -> np.ndarray:
     return np.concatenate([bits, vals * sign]).astype(np.float32)
 
 
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy casts of NaN/Inf/overflow
+
+
 # ---- decode: all 256 codes -----------------------------------------------------------
 @pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e8m0"])
 def test_decode_all_codes_matches_ml_dtypes(name):
@@ -128,7 +131,12 @@ def test_encode_e8m0_random_matches_ml_dtypes_and_spec_rule():
     v = v[np.isfinite(v) & (v > 0) & (v < np.float32(1.5 * 2.0**127))]
     got = qcoll.encode(v, "float8_e8m0", bits=True)
     np.testing.assert_array_equal(got, e8m0_encode(v))
-    np.testing.assert_array_equal(got, v.astype(E8M0).view(np.uint8))
+    # Documented difference: ml_dtypes rounds every fp32 subnormal strictly between 2^-127
+    # and 1.5 * 2^-127 up to 2^-126 (0x01); the SPEC rule gives 2^-127 (0x00).
+    low = (v > np.float32(2.0**-127)) & (v < np.float32(1.5 * 2.0**-127))
+    assert low.sum() > 100
+    assert np.all(got[low] == 0x00) and np.all(v[low].astype(E8M0).view(np.uint8) == 0x01)
+    np.testing.assert_array_equal(got[~low], v[~low].astype(E8M0).view(np.uint8))
     m, _ = np.frexp(v.astype(np.float64))
     assert (m == 0.75).sum() > 1000  # the ties were hit
 
