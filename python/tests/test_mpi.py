@@ -1,0 +1,35 @@
+"""The operators over MPI processes (shared memory and MPI transports) through mpi4py;
+skipped when qcoll has no MPI transport, or mpi4py or mpirun is missing."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import qcoll
+import qcoll.mpi
+
+HERE = pathlib.Path(__file__).resolve().parent
+MPIRUN = shutil.which("mpirun") or shutil.which("mpiexec")
+
+pytestmark = [
+    pytest.mark.skipif(not qcoll.HAS_MPI, reason="qcoll built without the MPI transport"),
+    pytest.mark.skipif(MPIRUN is None, reason="no mpirun"),
+]
+
+
+@pytest.mark.parametrize("n,transport", [(2, "shm"), (2, "mpi"), (4, "mpi")])
+def test_operators_over_mpi(n, transport):
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, QCOLL_TRANSPORT=transport, QCOLL_TIMEOUT_S="30",
+               PYTHONPATH=str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism",
+           "none", "-n", str(n), sys.executable, str(HERE / "mpi_worker.py")]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    oks = [line for line in r.stdout.splitlines() if "checks ok over " + transport in line]
+    assert len(oks) == n, r.stdout + r.stderr
+
