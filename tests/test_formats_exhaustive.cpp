@@ -1,0 +1,156 @@
+// Sweeps of the encoders over fp32 inputs.
+//  - E4M3FN, E5M2, HiF8 (both modes): the non-negative fp32s walked in increasing order
+//    against an incremental nearest-value reference built from the reference decoders
+//    (tests/formats_reference.hpp); negative inputs on a stride. By default every 97th
+//    bit pattern; with QCOLL_EXHAUSTIVE=1 all 2^31 (minutes).
+//  - FP16 against _Float16 and BF16 against a double-distance rule over all 2^32 inputs:
+//    only with QCOLL_EXHAUSTIVE=1, otherwise skipped.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats_reference.hpp"
+#include "qcoll/formats.hpp"
+
+namespace f = qcoll::formats;
+using f::Saturation;
+using namespace qcoll_test;
+
+namespace {
+
+float from_bits(uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+struct Format {
+  const char* name;
+  uint8_t (*encode)(float, Saturation);
+  double (*ref_decode)(unsigned);
+  double beyond;
+  Ties ties;
+  unsigned max_code, overflow_code;
+  bool negative_zero;
+};
+
+// Walks every fp32 from +0 to +Inf in increasing order. Between neighbouring
+// representable values lo < hi, inputs below the midpoint give lo, above it hi, at it the
+// tie rule's choice; from the virtual value `beyond` on (and Inf) overflow.
+bool exhaustive_requested() {
+  const char* e = std::getenv("QCOLL_EXHAUSTIVE");
+  return e && std::string(e) == "1";
+}
+
+void sweep_nonnegative(const Format& fm, Saturation s) {
+  const uint64_t stride = exhaustive_requested() ? 1 : 97;
+  const auto pts = nonnegative_points(fm.ref_decode);
+  const unsigned overflow = s == Saturation::Saturating ? fm.max_code : fm.overflow_code;
+  std::vector<Point> all = pts;
+  all.push_back({fm.beyond, overflow});  // reaching it means overflow
+  size_t i = 0;
+  uint64_t mismatches = 0;
+  for (uint64_t step = 0;; ++step) {
+    // every stride-th pattern, then +Inf last
+    const uint64_t bits = std::min<uint64_t>(step * stride, 0x7F800000u);
+    const float x = from_bits(static_cast<uint32_t>(bits));
+    const double xd = x;
+    while (i + 1 < all.size() && xd >= all[i + 1].value) ++i;
+    unsigned want;
+    if (i + 1 == all.size()) {
+      want = overflow;
+    } else {
+      const Point lo = all[i], hi = all[i + 1];
+      const double mid = (lo.value + hi.value) / 2;
+      if (xd < mid) want = lo.code;
+      else if (xd > mid) want = hi.code;
+      else if (fm.ties == Ties::AwayFromZero) want = hi.code;
+      else want = (i + 1 == all.size() - 1) ? ((lo.code & 1) ? overflow : lo.code)
+                                            : ((lo.code & 1) ? hi.code : lo.code);
+    }
+    const unsigned got = fm.encode(x, s);
+    if (got != want && mismatches++ < 10)
+      ADD_FAILURE() << fm.name << " sat=" << int(s) << " x=" << std::hexfloat << x << " got 0x"
+                    << std::hex << got << " want 0x" << want;
+    // negative inputs: the same magnitude with the sign bit (HiF8: no negative zero)
+    if (stride > 1 || (bits & 0xFF) == 0x5B) {
+      const unsigned got_neg = fm.encode(-x, s);
+      const unsigned want_neg = (want == 0 && !fm.negative_zero) ? 0u : (want | 0x80u);
+      if (got_neg != want_neg && mismatches++ < 10)
+        ADD_FAILURE() << fm.name << " sat=" << int(s) << " x=" << std::hexfloat << -x;
+    }
+    if (bits == 0x7F800000u) break;
+  }
+  EXPECT_EQ(mismatches, 0u) << fm.name;
+}
+
+const Format kE4M3 = {"e4m3fn", f::encode_float8_e4m3fn, ref_e4m3fn, 480.0, Ties::ToEven, 0x7E, 0x7F, true};
+const Format kE5M2 = {"e5m2", f::encode_float8_e5m2, ref_e5m2, 65536.0, Ties::ToEven, 0x7B, 0x7C, true};
+const Format kHiF8 = {"hifloat8", f::encode_hifloat8, ref_hif8, 49152.0, Ties::AwayFromZero, 0x6E, 0x6F, false};
+
+}  // namespace
+
+TEST(FormatsExhaustive, E4M3FNNonNegativeSweep) {
+  sweep_nonnegative(kE4M3, Saturation::NonSaturating);
+  sweep_nonnegative(kE4M3, Saturation::Saturating);
+}
+TEST(FormatsExhaustive, E5M2NonNegativeSweep) {
+  sweep_nonnegative(kE5M2, Saturation::NonSaturating);
+  sweep_nonnegative(kE5M2, Saturation::Saturating);
+}
+TEST(FormatsExhaustive, HiF8NonNegativeSweep) {
+  sweep_nonnegative(kHiF8, Saturation::NonSaturating);
+  sweep_nonnegative(kHiF8, Saturation::Saturating);
+}
+
+#ifdef __FLT16_MAX__
+TEST(FormatsExhaustive, Float16AllInputsAgainstCompiler) {
+  if (!exhaustive_requested()) GTEST_SKIP() << "set QCOLL_EXHAUSTIVE=1 to run (2^32 inputs)";
+  uint64_t mismatches = 0;
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; ++bits) {
+    const float x = from_bits(static_cast<uint32_t>(bits));
+    if (std::isnan(x)) continue;
+    const _Float16 h = static_cast<_Float16>(x);
+    uint16_t want;
+    std::memcpy(&want, &h, 2);
+    if (f::encode_float16(x) != want && mismatches++ < 10)
+      ADD_FAILURE() << std::hexfloat << x;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+#endif
+
+TEST(FormatsExhaustive, BFloat16AllInputs) {
+  if (!exhaustive_requested()) GTEST_SKIP() << "set QCOLL_EXHAUSTIVE=1 to run (2^32 inputs)";
+  // nearest of the two bf16 neighbours by exact distance in double, ties to even;
+  // code 0x7F80 read as 2^128 so that overflow is decided after rounding
+  auto value = [](uint32_t code) {
+    const int exp = static_cast<int>(code >> 7), man = static_cast<int>(code & 0x7F);
+    return exp == 0 ? std::ldexp(man, -133) : std::ldexp(128 + man, exp - 134);
+  };
+  uint64_t mismatches = 0;
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; ++bits) {
+    const uint32_t b = static_cast<uint32_t>(bits);
+    const float x = from_bits(b);
+    if (std::isnan(x)) continue;
+    const uint32_t lo = (b & 0x7FFFFFFFu) >> 16;
+    uint32_t r;
+    if (std::isinf(x)) {
+      r = 0x7F80;
+    } else {
+      const double ax = std::fabs(static_cast<double>(x));
+      const double dlo = ax - value(lo), dhi = value(lo + 1) - ax;
+      r = dlo < dhi ? lo : dhi < dlo ? lo + 1 : ((lo & 1) ? lo + 1 : lo);
+    }
+    const uint16_t want = static_cast<uint16_t>(((b >> 16) & 0x8000u) | r);
+    if (f::encode_bfloat16(x) != want && mismatches++ < 10) ADD_FAILURE() << std::hexfloat << x;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
