@@ -29,8 +29,8 @@ class Backoff {
 
  private:
   static constexpr uint64_t kSpins = 64;
-  static constexpr uint64_t kYields = 4000;
-  static constexpr long kNapNanos = 50'000;  // 50 us
+  static constexpr uint64_t kYields = 16;
+  static constexpr long kNapNanos = 20'000;  // 20 us
   uint64_t n_ = 0;
 };
 

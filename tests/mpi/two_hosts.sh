@@ -53,6 +53,6 @@ printf '127.0.10.1 slots=2\n127.0.10.2 slots=2\n' > "$work/hosts"
 echo "two_hosts: host a = 127.0.10.1 ($nsa), host b = 127.0.10.2 ($nsb, hostname qcoll-host-b)"
 ip netns exec "$nsa" unshare --uts /bin/sh -c 'hostname qcoll-host-a; exec "$@"' sh \
   timeout 300 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np 4 --map-by node \
-  --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self,vader \
+  --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
   --mca btl_tcp_if_include 127.0.10.0/24 --mca oob_tcp_if_include 127.0.10.0/24 \
   --mca btl_vader_single_copy_mechanism none "$@"
