@@ -1,0 +1,252 @@
+// Tables, JSON and plots of `qcoll bench`; see bench_report.hpp.
+#include "bench_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "cli_error.hpp"
+
+namespace qcoll::cli {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// JSON has no NaN: nlohmann writes null, and null reads back as NaN.
+double num(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return kNaN;
+  return it->get<double>();
+}
+std::vector<double> nums(const nlohmann::json& j, const char* key) {
+  std::vector<double> v;
+  auto it = j.find(key);
+  if (it != j.end() && it->is_array())
+    for (const auto& e : *it) v.push_back(e.is_null() ? kNaN : e.get<double>());
+  return v;
+}
+
+nlohmann::json row_json(const BenchRow& r) {
+  nlohmann::json j;
+  j["op"] = r.op;
+  j["bs"] = r.bs;
+  j["h"] = r.h;
+  j["n"] = r.n;
+  j["transport"] = r.transport;
+  j["mode"] = r.mode;
+  j["out_dtype"] = r.out_dtype;
+  j["label"] = r.label;
+  j["link_bits_per_s"] = r.link_bits_per_s;
+  j["qcoll_s"] = r.qcoll_s;
+  j["fp32_s"] = r.fp32_s;
+  j["bf16_s"] = r.bf16_s;
+  j["qcoll_samples"] = r.qcoll_samples;
+  j["fp32_samples"] = r.fp32_samples;
+  j["bf16_samples"] = r.bf16_samples;
+  j["quant_s"] = r.quant_s;
+  j["qcoll_rel_err"] = r.qcoll_rel_err;
+  j["bf16_rel_err"] = r.bf16_rel_err;
+  j["logical_bytes"] = r.logical_bytes;
+  j["wire_bytes_qcoll"] = r.wire_qcoll;
+  j["wire_bytes_fp32"] = r.wire_fp32;
+  j["wire_bytes_bf16"] = r.wire_bf16;
+  // Derived, for readers of the file (ignored when read back).
+  j["speedup_vs_fp32"] = r.speedup_fp32();
+  j["speedup_vs_bf16"] = r.speedup_bf16();
+  j["logical_gb_per_s"] = r.logical_bytes / r.qcoll_s / 1e9;
+  j["ps_per_logical_byte"] = r.qcoll_s / r.logical_bytes * 1e12;
+  if (r.link_bits_per_s > 0) {
+    j["qcoll_over_wire_bound"] = r.over_bound(r.qcoll_s, r.wire_qcoll);
+    j["fp32_over_wire_bound"] = r.over_bound(r.fp32_s, r.wire_fp32);
+    j["bf16_over_wire_bound"] = r.over_bound(r.bf16_s, r.wire_bf16);
+  }
+  return j;
+}
+
+BenchRow row_from_json(const nlohmann::json& j) {
+  BenchRow r;
+  r.op = j.at("op").get<std::string>();
+  r.bs = j.at("bs").get<int64_t>();
+  r.h = j.at("h").get<int64_t>();
+  r.n = j.at("n").get<int>();
+  r.transport = j.value("transport", "");
+  r.mode = j.at("mode").get<std::string>();
+  r.out_dtype = j.value("out_dtype", "");
+  r.label = j.value("label", "");
+  r.link_bits_per_s = j.value("link_bits_per_s", 0.0);
+  r.qcoll_s = num(j, "qcoll_s");
+  r.fp32_s = num(j, "fp32_s");
+  r.bf16_s = num(j, "bf16_s");
+  r.qcoll_samples = nums(j, "qcoll_samples");
+  r.fp32_samples = nums(j, "fp32_samples");
+  r.bf16_samples = nums(j, "bf16_samples");
+  r.quant_s = num(j, "quant_s");
+  r.qcoll_rel_err = num(j, "qcoll_rel_err");
+  r.bf16_rel_err = num(j, "bf16_rel_err");
+  r.logical_bytes = num(j, "logical_bytes");
+  r.wire_qcoll = num(j, "wire_bytes_qcoll");
+  r.wire_fp32 = num(j, "wire_bytes_fp32");
+  r.wire_bf16 = num(j, "wire_bytes_bf16");
+  return r;
+}
+
+std::string fmt(const char* f, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+double BenchRow::over_bound(double t, double wire) const {
+  if (!(link_bits_per_s > 0) || !(wire > 0)) return kNaN;
+  return t / (wire * 8.0 / link_bits_per_s);
+}
+
+nlohmann::json to_json(const BenchRun& run) {
+  nlohmann::json j;
+  j["format"] = "qcoll-bench-1";
+  j["meta"] = run.meta;
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : run.rows) j["rows"].push_back(row_json(r));
+  return j;
+}
+
+std::vector<BenchRun> runs_from_json(const nlohmann::json& j, const std::string& path) {
+  std::vector<BenchRun> runs;
+  try {
+    if (j.contains("runs")) {
+      for (const auto& r : j.at("runs")) {
+        auto sub = runs_from_json(r, path);
+        runs.insert(runs.end(), sub.begin(), sub.end());
+      }
+      return runs;
+    }
+    if (j.value("format", "") != "qcoll-bench-1")
+      throw CliError(ErrorKind::File, path + ": not a qcoll bench result (expected \"format\": \"qcoll-bench-1\")");
+    BenchRun run;
+    run.meta = j.value("meta", nlohmann::json::object());
+    for (const auto& r : j.at("rows")) run.rows.push_back(row_from_json(r));
+    runs.push_back(std::move(run));
+  } catch (const nlohmann::json::exception& e) {
+    throw CliError(ErrorKind::File, path + ": malformed qcoll bench result: " + e.what());
+  }
+  return runs;
+}
+
+nlohmann::json merged_json(const std::vector<BenchRun>& runs) {
+  if (runs.size() == 1) return to_json(runs.front());
+  nlohmann::json j;
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) j["runs"].push_back(to_json(r));
+  return j;
+}
+
+std::string markdown_table(const std::vector<BenchRow>& rows) {
+  const bool peers = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return std::isfinite(r.fp32_s); });
+  const bool shaped = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.link_bits_per_s > 0; });
+  const bool labels = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.label.empty(); });
+  std::ostringstream o;
+  o << "| op | BS x H | n | transport |" << (labels ? " run |" : "") << " mode | qcoll ms |";
+  if (peers) o << " fp32 ms | bf16 ms | x fp32 | x bf16 |";
+  o << " GB/s | ps/B | quant ms |";
+  if (peers) o << " err qcoll | err bf16 |";
+  if (shaped) o << " qcoll/bound | fp32/bound | bf16/bound |";
+  o << "\n|---|---|---|---|" << (labels ? "---|" : "") << "---|---:|";
+  if (peers) o << "---:|---:|---:|---:|";
+  o << "---:|---:|---:|";
+  if (peers) o << "---:|---:|";
+  if (shaped) o << "---:|---:|---:|";
+  o << "\n";
+  for (const auto& r : rows) {
+    o << "| " << r.op << " | " << r.bs << " x " << r.h << " | " << r.n << " | " << r.transport << " | ";
+    if (labels) o << r.label << " | ";
+    o << r.mode << " | " << fmt("%.3f", r.qcoll_s * 1e3) << " | ";
+    if (peers)
+      o << fmt("%.3f", r.fp32_s * 1e3) << " | " << fmt("%.3f", r.bf16_s * 1e3) << " | "
+        << fmt("%.2f", r.speedup_fp32()) << " | " << fmt("%.2f", r.speedup_bf16()) << " | ";
+    o << fmt("%.2f", r.logical_bytes / r.qcoll_s / 1e9) << " | " << fmt("%.1f", r.qcoll_s / r.logical_bytes * 1e12)
+      << " | " << fmt("%.3f", r.quant_s * 1e3) << " |";
+    if (peers) o << " " << fmt("%.2e", r.qcoll_rel_err) << " | " << fmt("%.2e", r.bf16_rel_err) << " |";
+    if (shaped)
+      o << " " << fmt("%.2f", r.over_bound(r.qcoll_s, r.wire_qcoll)) << " | "
+        << fmt("%.2f", r.over_bound(r.fp32_s, r.wire_fp32)) << " | " << fmt("%.2f", r.over_bound(r.bf16_s, r.wire_bf16))
+        << " |";
+    o << "\n";
+  }
+  return o.str();
+}
+
+void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
+  // Series: (op, mode, n, label) -> points (MiB, speedup vs fp32, speedup vs bf16).
+  using Key = std::tuple<std::string, std::string, int, std::string>;
+  std::map<Key, std::vector<const BenchRow*>> series;
+  for (const auto& r : rows) series[{r.op, r.mode, r.n, r.label}].push_back(&r);
+  const std::string dat = png + ".dat", gp = png + ".gp";
+  std::ofstream d(dat);
+  if (!d) throw CliError(ErrorKind::File, dat + ": cannot write");
+  d << "# MiB_per_rank speedup_vs_fp32 speedup_vs_bf16 BS H\n";
+  std::vector<std::pair<Key, int>> index;  // gnuplot data block of each series
+  int block = 0;
+  std::set<std::string> modes;
+  for (auto& [key, pts] : series) {
+    std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->logical_bytes < b->logical_bytes; });
+    d << "# " << std::get<0>(key) << " " << std::get<1>(key) << " n=" << std::get<2>(key) << " " << std::get<3>(key)
+      << "\n";
+    for (const BenchRow* p : pts)
+      d << p->logical_bytes / 1048576.0 << " " << fmt("%.4f", p->speedup_fp32()) << " "
+        << fmt("%.4f", p->speedup_bf16()) << " " << p->bs << " " << p->h << "\n";
+    d << "\n\n";
+    index.emplace_back(key, block++);
+    modes.insert(std::get<1>(key));
+  }
+  d.close();
+  std::map<std::string, int> mode_color;
+  for (const auto& m : modes) mode_color[m] = static_cast<int>(mode_color.size()) + 1;
+  std::ofstream g(gp);
+  if (!g) throw CliError(ErrorKind::File, gp + ": cannot write");
+  g << "set terminal pngcairo size 1600,1100 noenhanced font ',10'\n"
+    << "set output '" << png << "'\n"
+    << "set datafile missing '-'\n"
+    << "set logscale x 2\nset grid\nset key outside right top font ',8'\n"
+    << "set xlabel 'message size: fp32 logical input per rank (MiB)'\n"
+    << "set multiplot layout 2,2 title 'qcoll speedup over MPI peers (time of peer / time of qcoll; >1: qcoll faster)'\n";
+  const char* ops[] = {"reduce-scatter", "all-reduce"};
+  const char* peers[] = {"fp32", "bf16"};
+  for (const char* op : ops) {
+    for (int pi = 0; pi < 2; ++pi) {
+      g << "set title '" << op << ": vs MPI " << peers[pi] << "'\nset ylabel 'speedup'\n";
+      std::string plot;
+      for (const auto& [key, blk] : index) {
+        if (std::get<0>(key) != op) continue;
+        if (!plot.empty()) plot += ", \\\n  ";
+        const int n = std::get<2>(key);
+        plot += "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(2 + pi) +
+                " with linespoints lc " + std::to_string(mode_color[std::get<1>(key)]) + " pt " +
+                std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
+                std::to_string(n == 2 ? 1 : n == 4 ? 2 : n == 8 ? 3 : 4) + " title '" + std::get<1>(key) +
+                " n=" + std::to_string(n) + (std::get<3>(key).empty() ? "" : " " + std::get<3>(key)) + "'";
+      }
+      if (plot.empty()) {
+        g << "set key off\nplot 1 title 'no data'\nset key on\n";
+      } else {
+        g << "plot " << plot << ", 1 with lines lc 'black' dt 2 notitle\n";
+      }
+    }
+  }
+  g << "unset multiplot\n";
+  g.close();
+  const std::string cmd = "gnuplot '" + gp + "' 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    throw CliError(ErrorKind::File, png + ": gnuplot failed (is gnuplot-nox installed? script: " + gp + ")");
+}
+
+}  // namespace qcoll::cli
