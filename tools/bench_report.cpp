@@ -193,7 +193,7 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
   const std::string dat = png + ".dat", gp = png + ".gp";
   std::ofstream d(dat);
   if (!d) throw CliError(ErrorKind::File, dat + ": cannot write");
-  d << "# MiB_per_rank speedup_vs_fp32 speedup_vs_bf16 BS H\n";
+  d << "# MiB_per_rank speedup_vs_fp32 speedup_vs_bf16 BS H logical_GB/s\n";
   std::vector<std::pair<Key, int>> index;  // gnuplot data block of each series
   int block = 0;
   std::set<std::string> modes;
@@ -203,7 +203,8 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
       << "\n";
     for (const BenchRow* p : pts)
       d << p->logical_bytes / 1048576.0 << " " << fmt("%.4f", p->speedup_fp32()) << " "
-        << fmt("%.4f", p->speedup_bf16()) << " " << p->bs << " " << p->h << "\n";
+        << fmt("%.4f", p->speedup_bf16()) << " " << p->bs << " " << p->h << " "
+        << fmt("%.4f", p->logical_bytes / p->qcoll_s / 1e9) << "\n";
     d << "\n\n";
     index.emplace_back(key, block++);
     modes.insert(std::get<1>(key));
@@ -216,20 +217,31 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
   g << "set terminal pngcairo size 1600,1100 noenhanced font ',10'\n"
     << "set output '" << png << "'\n"
     << "set datafile missing '-'\n"
-    << "set logscale x 2\nset grid\nset key outside right top font ',8'\n"
-    << "set xlabel 'message size: fp32 logical input per rank (MiB)'\n"
-    << "set multiplot layout 2,2 title 'qcoll speedup over MPI peers (time of peer / time of qcoll; >1: qcoll faster)'\n";
+    << "set logscale x 2\nset logscale y 2\nset grid\nset key outside right top font ',8'\n"
+    << "set xlabel 'message size: fp32 logical input per rank (MiB)'\n";
+  // Without peers (thread ranks) there is no speedup: plot qcoll's logical GB/s instead.
+  const bool have_peers =
+      std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return std::isfinite(r.speedup_fp32()); });
+  if (have_peers)
+    g << "set multiplot layout 2,2 title 'qcoll speedup over MPI peers (time of peer / time of qcoll; >1: qcoll "
+         "faster)'\n";
+  else
+    g << "set multiplot layout 1,2 title 'qcoll throughput (peers not measured: thread ranks)'\n";
   const char* ops[] = {"reduce-scatter", "all-reduce"};
   const char* peers[] = {"fp32", "bf16"};
   for (const char* op : ops) {
-    for (int pi = 0; pi < 2; ++pi) {
-      g << "set title '" << op << ": vs MPI " << peers[pi] << "'\nset ylabel 'speedup'\n";
+    for (int pi = 0; pi < (have_peers ? 2 : 1); ++pi) {
+      if (have_peers)
+        g << "set title '" << op << ": vs MPI " << peers[pi] << "'\nset ylabel 'speedup'\n";
+      else
+        g << "set title '" << op << "'\nset ylabel 'GB/s of fp32 logical data'\n";
+      const int column = have_peers ? 2 + pi : 6;
       std::string plot;
       for (const auto& [key, blk] : index) {
         if (std::get<0>(key) != op) continue;
         if (!plot.empty()) plot += ", \\\n  ";
         const int n = std::get<2>(key);
-        plot += "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(2 + pi) +
+        plot += "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) +
                 " with linespoints lc " + std::to_string(mode_color[std::get<1>(key)]) + " pt " +
                 std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
                 std::to_string(n == 2 ? 1 : n == 4 ? 2 : n == 8 ? 3 : 4) + " title '" + std::get<1>(key) +
@@ -238,7 +250,7 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
       if (plot.empty()) {
         g << "set key off\nplot 1 title 'no data'\nset key on\n";
       } else {
-        g << "plot " << plot << ", 1 with lines lc 'black' dt 2 notitle\n";
+        g << "plot " << plot << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle" : "") << "\n";
       }
     }
   }

@@ -1,0 +1,177 @@
+// `qcoll bench` smoke tests (env QCOLL_CLI = the binary): tiny sizes, one timed round, so the
+// command cannot rot. Checks what the output must say independently of the timings: one row
+// per (operator, mode), positive times, the transport, the wire-byte formulas (written here),
+// and -- with MPI peers -- that the peers and qcoll computed the sum (their errors against
+// the fp32 peer's result stay within what bf16 rounding and 8-bit quantization allow).
+// Speed is never asserted.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class CliBench : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* cli = std::getenv("QCOLL_CLI");
+    if (cli == nullptr || *cli == '\0') GTEST_SKIP() << "QCOLL_CLI is not set";
+    cli_ = cli;
+    dir_ = fs::temp_directory_path() / ("qcoll_cli_bench_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  RunResult run(const std::string& prefix, const std::string& args) {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = "cd '" + dir_.string() + "' && QCOLL_TIMEOUT_S=30 timeout 120 " + prefix + " '" + cli_ +
+                            "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int st = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1000;
+    std::ifstream fo(out), fe(err);
+    r.out.assign(std::istreambuf_iterator<char>(fo), std::istreambuf_iterator<char>());
+    r.err.assign(std::istreambuf_iterator<char>(fe), std::istreambuf_iterator<char>());
+    return r;
+  }
+
+  nlohmann::json read_json(const std::string& name) {
+    std::ifstream f(dir_ / name);
+    EXPECT_TRUE(f.good()) << name << " was not written";
+    nlohmann::json j;
+    if (f) f >> j;
+    return j;
+  }
+
+  // What every row must hold, whoever ran it: (BS, H) = (64, 1024) on n ranks.
+  static void check_rows(const nlohmann::json& j, int n, const std::string& transport, bool peers) {
+    ASSERT_TRUE(j.contains("rows")) << j.dump(1);
+    const auto& rows = j["rows"];
+    ASSERT_EQ(rows.size(), 4u) << "2 operators x 2 modes";
+    int rs = 0;
+    for (const auto& r : rows) {
+      SCOPED_TRACE(r.dump());
+      EXPECT_EQ(r["n"].get<int>(), n);
+      EXPECT_EQ(r["transport"].get<std::string>(), transport);
+      EXPECT_EQ(r["bs"].get<int>(), 64);
+      EXPECT_EQ(r["h"].get<int>(), 1024);
+      ASSERT_TRUE(r["qcoll_s"].is_number());
+      EXPECT_GT(r["qcoll_s"].get<double>(), 0.0);
+      const bool is_rs = r["op"].get<std::string>() == "reduce-scatter";
+      rs += is_rs;
+      const std::string mode = r["mode"].get<std::string>();
+      // Per rank: fp32 input 64*1024*4 bytes; 8-bit x plus scales (KG: 4 bytes per 128,
+      // MX: 1 byte per 32); a reduce-scatter sends (n-1)/n of it, an all-reduce also
+      // (n-1)/n of the bf16 (fp32/bf16 peers: fp32/bf16) output.
+      const double elems = 64.0 * 1024.0, frac = (n - 1.0) / n;
+      const double qbytes = elems + (mode.rfind("kg-", 0) == 0 ? elems / 128 * 4 : elems / 32);
+      EXPECT_DOUBLE_EQ(r["logical_bytes"].get<double>(), elems * 4);
+      EXPECT_DOUBLE_EQ(r["wire_bytes_qcoll"].get<double>(), frac * qbytes + (is_rs ? 0 : frac * elems * 2));
+      EXPECT_DOUBLE_EQ(r["wire_bytes_fp32"].get<double>(), frac * elems * 4 * (is_rs ? 1 : 2));
+      EXPECT_DOUBLE_EQ(r["wire_bytes_bf16"].get<double>(), frac * elems * 2 * (is_rs ? 1 : 2));
+      if (peers) {
+        EXPECT_GT(r["fp32_s"].get<double>(), 0.0);
+        EXPECT_GT(r["bf16_s"].get<double>(), 0.0);
+        // bf16: inputs and every partial sum rounded to 8 significant bits: error near 2^-9,
+        // never 0 on Gaussian data, far below 1e-2. qcoll: 8-bit quantization (with outlier
+        // channels) then a bf16 output: percent level, below 0.1 for these modes.
+        const double e16 = r["bf16_rel_err"].get<double>(), eq = r["qcoll_rel_err"].get<double>();
+        EXPECT_GT(e16, 1e-4);
+        EXPECT_LT(e16, 1e-2);
+        EXPECT_GT(eq, 1e-4);
+        EXPECT_LT(eq, 0.1);
+      } else {
+        EXPECT_TRUE(r["fp32_s"].is_null());
+        EXPECT_TRUE(r["bf16_s"].is_null());
+      }
+    }
+    EXPECT_EQ(rs, 2);
+  }
+
+  std::string cli_;
+  fs::path dir_;
+};
+
+constexpr const char* kTiny = "--sizes 64x1024 --modes kg-int8,mx-e4m3 --repeats 1 --warmup 0";
+
+TEST_F(CliBench, ThreadRanksTimeQcollOnly) {
+  RunResult r = run("", std::string("bench --ranks 2 ") + kTiny + " --json t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| reduce-scatter | 64 x 1024 | 2 | threads | kg-int8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped"), std::string::npos) << "peers must be labelled as skipped:\n" << r.out;
+  check_rows(read_json("t.json"), 2, "threads", false);
+}
+
+TEST_F(CliBench, MpiRanksTimeQcollAndPeers) {
+#ifndef QCOLL_HAVE_MPI
+  GTEST_SKIP() << "built without MPI";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
+  RunResult r = run("mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2",
+                    std::string("bench ") + kTiny + " --json m.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("mpi-fp32"), std::string::npos) << r.out;
+  check_rows(read_json("m.json"), 2, "shm", true);
+#endif
+}
+
+TEST_F(CliBench, MergesResultsAndPlots) {
+  ASSERT_EQ(run("", std::string("bench --ranks 2 ") + kTiny + " --json a.json -q").exit_code, 0);
+  ASSERT_EQ(run("", std::string("bench --ranks 4 ") + kTiny + " --json b.json -q").exit_code, 0);
+  const bool gnuplot = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+  RunResult r = run("", std::string("bench --from-json a.json b.json --json all.json --table all.md") +
+                            (gnuplot ? " --plot all.png" : ""));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json all = read_json("all.json");
+  ASSERT_EQ(all["runs"].size(), 2u);
+  check_rows(all["runs"][0], 2, "threads", false);
+  check_rows(all["runs"][1], 4, "threads", false);
+  std::ifstream md(dir_ / "all.md");
+  std::string table((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 8) << table;
+  if (gnuplot) {
+    std::ifstream png(dir_ / "all.png", std::ios::binary);
+    char magic[8] = {};
+    png.read(magic, 8);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG") << "all.png is not a PNG";
+  }
+}
+
+TEST_F(CliBench, RefusesBadArguments) {
+  RunResult r = run("", "bench --ranks 4 --sizes 66x1024 --repeats 1");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("BS 66 is not a multiple of the 4 ranks"), std::string::npos) << r.err;
+  r = run("", "bench --ranks 2 --modes kg-int4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown mode 'kg-int4'"), std::string::npos) << r.err;
+  r = run("", "bench --ranks 2 --sizes 64by1024");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'64by1024' is not BSxH"), std::string::npos) << r.err;
+  r = run("", "bench --ranks 2 --repeats 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--repeats must be at least 1, got 0"), std::string::npos) << r.err;
+  // A size the operators refuse (H not a multiple of 128): the library's message, status exit.
+  r = run("", "bench --ranks 2 --sizes 64x1000 --modes mx-e4m3 --repeats 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("PARAM_INVALID"), std::string::npos) << r.err;
+}
+
+}  // namespace
