@@ -17,9 +17,10 @@ uint8_t encode_int8(float v, Saturation /*s: INT8 always clamps*/) {
   // so the rounding below does not depend on the FPU rounding mode.
   const int t = static_cast<int>(v);
   const float frac = v - static_cast<float>(t);
-  int r = t;
-  if (frac > 0.5f || (frac == 0.5f && (t & 1))) r = t + 1;
-  else if (frac < -0.5f || (frac == -0.5f && (t & 1))) r = t - 1;
+  const int odd = t & 1;
+  // Branch-free (random data would defeat a branch predictor here).
+  const int r = t + static_cast<int>(frac > 0.5f) - static_cast<int>(frac < -0.5f) +
+                (static_cast<int>(frac == 0.5f) & odd) - (static_cast<int>(frac == -0.5f) & odd);
   return static_cast<uint8_t>(static_cast<int8_t>(r));
 }
 
