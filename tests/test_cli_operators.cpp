@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -448,6 +449,95 @@ TEST_F(CliRefusal, FailedRunLeavesExistingOutputsUntouched) {
   std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_EQ(content, "previous");
   EXPECT_FALSE(fs::exists(dir_ / "old1.npy"));
+}
+
+// ---- the documented workflow: generate -> quantize -> reduce-scatter ---------------------------
+
+TEST_F(CliTest, GenerateQuantizeReduceScatterWorkflow) {
+  RunResult g = run("generate --ranks 4 --bs 16 --hidden 1024 --seed 3 --out 'act{rank}.npy'");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  RunResult q = run("quantize --ranks 4 --in 'act{rank}.npy' --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy'");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype float --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  Case c{XType::Int8, false, 4, {16, 1024}, "float"};
+  std::vector<RankInput> in(4);
+  std::vector<std::vector<float>> act(4);
+  for (int k = 0; k < 4; ++k) {
+    NpyFile a = read_npy(dir_ / ("act" + std::to_string(k) + ".npy"));
+    NpyFile x = read_npy(dir_ / ("x" + std::to_string(k) + ".npy"));
+    NpyFile s = read_npy(dir_ / ("s" + std::to_string(k) + ".npy"));
+    ASSERT_EQ(a.descr, "<f4");
+    ASSERT_EQ(a.shape, (std::vector<int64_t>{16, 1024}));
+    ASSERT_EQ(x.descr, "|i1");
+    ASSERT_EQ(x.shape, (std::vector<int64_t>{16, 1024}));
+    ASSERT_EQ(s.descr, "<f4");
+    ASSERT_EQ(s.shape, (std::vector<int64_t>{16, 8}));
+    in[k] = {x.data, s.data};
+    act[k].resize(16 * 1024);
+    std::memcpy(act[k].data(), a.data.data(), a.data.size());
+  }
+  double err2 = 0, ref2 = 0;
+  for (int rank = 0; rank < 4; ++rank) {
+    NpyFile o = read_npy(dir_ / ("out" + std::to_string(rank) + ".npy"));
+    ASSERT_EQ(o.shape, (std::vector<int64_t>{4, 1024}));
+    EXPECT_TRUE(o.data == reference_output(c, in, rank * 4, 4)) << "rank " << rank;
+    for (std::size_t i = 0; i < 4 * 1024; ++i) {
+      float y;
+      std::memcpy(&y, &o.data[i * 4], 4);
+      double exact = 0;
+      for (int k = 0; k < 4; ++k) exact += act[k][rank * 4 * 1024 + i];
+      err2 += (y - exact) * (y - exact);
+      ref2 += exact * exact;
+    }
+  }
+  // INT8 with 128-element groups: quantization noise well under 5% of the signal.
+  EXPECT_LT(std::sqrt(err2 / ref2), 0.05);
+  EXPECT_GT(ref2, 0);
+}
+
+// ---- demo smoke test ------------------------------------------------------------------------------
+
+TEST_F(CliTest, DemoJson) {
+  RunResult r = run("demo --ranks 4 --bs 64 --hidden 1024 --reps 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"], 4);
+  EXPECT_EQ(j["bs"], 64);
+  EXPECT_EQ(j["hidden"], 1024);
+  const auto& rows = j["rows"];
+  const std::vector<std::string> expected = {"bf16-ring", "int8", "hif8", "e4m3", "e5m2", "mx-e4m3", "mx-e5m2"};
+  ASSERT_EQ(rows.size(), expected.size());
+  const double elems = 64.0 * 1024.0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    EXPECT_EQ(row["mode"], expected[i]);
+    double rms = row["rel_rms_error"], mx = row["max_abs_error_rel"];
+    EXPECT_TRUE(std::isfinite(rms) && std::isfinite(mx)) << row.dump();
+    EXPECT_GT(rms, 0.0) << row.dump();  // every path rounds somewhere
+    EXPECT_LT(rms, 0.1) << row.dump();
+    EXPECT_LT(mx, 0.2) << row.dump();
+    // Bytes each rank sends to the 3 others: 3/4 of x plus scales (bf16: 2 bytes per element).
+    double per_elem = i == 0 ? 2.0 : (expected[i].rfind("mx-", 0) == 0 ? 1.0 + 1.0 / 32 : 1.0 + 4.0 / 128);
+    EXPECT_DOUBLE_EQ(row["bytes_sent_per_rank"].get<double>(), elems * per_elem * 3 / 4) << row.dump();
+    EXPECT_DOUBLE_EQ(row["ratio_vs_bf16"].get<double>(), per_elem / 2.0) << row.dump();
+    if (i == 0) {
+      EXPECT_TRUE(row["time_ms_median"].is_null());
+    } else {
+      EXPECT_GT(row["time_ms_median"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_LT(rows[1]["rel_rms_error"].get<double>(), 0.05);  // INT8
+}
+
+TEST_F(CliTest, DemoRefusesBadArguments) {
+  RunResult r = run("demo --ranks 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ranks"), std::string::npos) << r.err;
+  r = run("demo --modes int8,bogus");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bogus"), std::string::npos) << r.err;
 }
 
 }  // namespace
