@@ -1,6 +1,7 @@
 // `qcoll reduce-scatter` and `qcoll all-reduce`: run an operator on .npy files.
 //
 //   qcoll reduce-scatter --ranks 4 --x-dtype int8 --x x{rank}.npy --scales s{rank}.npy --out out{rank}.npy
+//   mpirun -np 4 qcoll reduce-scatter --x-dtype int8 --x x{rank}.npy ...   (one rank per process)
 //
 // Every rank r reads its x and scales from the patterns with {rank} replaced by r, the
 // operator runs on all ranks, and only when every rank succeeded are the outputs written
@@ -25,7 +26,8 @@ namespace qcoll::cli {
 namespace {
 
 struct OperatorArgs {
-  int ranks = 0;
+  int ranks = 0;  // 0: not given (required without mpirun)
+  bool ranks_given = false;
   std::string x_dtype;
   std::string scales_dtype;  // empty: from the scales file's element type
   std::string out_dtype = "bfloat16";
@@ -102,13 +104,15 @@ int run_operator_command(Operator op, const OperatorArgs& args) {
     scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, {DType::Float, DType::Float8E8M0}, "a scales type");
   const DType out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, {DType::Float, DType::Float16, DType::BFloat16},
                                           "an output type");
-  if (args.ranks < 1) throw CliError(ErrorKind::Argument, "--ranks must be at least 1, got " + std::to_string(args.ranks));
-  check_rank_pattern("--x", args.x_pattern, args.ranks);
-  check_rank_pattern("--scales", args.scales_pattern, args.ranks);
-  check_rank_pattern("--out", args.out_pattern, args.ranks);
+  if (args.ranks < 0 || (args.ranks == 0 && args.ranks_given))
+    throw CliError(ErrorKind::Argument, "--ranks must be at least 1, got " + std::to_string(args.ranks));
 
-  std::unique_ptr<RankRunner> runner = make_thread_runner(args.ranks);
+  // Threads, or under mpirun one rank per process ({rank} is then this process's rank).
+  std::unique_ptr<RankRunner> runner = make_rank_runner(args.ranks, "qcoll-cli");
   const int n = runner->size();
+  check_rank_pattern("--x", args.x_pattern, n);
+  check_rank_pattern("--scales", args.scales_pattern, n);
+  check_rank_pattern("--out", args.out_pattern, n);
 
   // Inputs of this process's ranks.
   std::vector<RankData> ranks;
@@ -181,7 +185,10 @@ void add_operator_command(CLI::App& app, Operator op) {
       operator_name(op), rs ? "Run QuantReduceScatter on .npy files: rank r gets row block r of the sum over ranks"
                             : "Run QuantAllReduce on .npy files: every rank gets the full sum over ranks");
   auto args = std::make_shared<OperatorArgs>();
-  sub->add_option("--ranks,-n", args->ranks, "Number of ranks (the operators accept 2, 4 or 8)")->required();
+  sub->add_option("--ranks,-n", args->ranks,
+                  "Number of ranks (the operators accept 2, 4 or 8), run as threads; under mpirun one rank per "
+                  "process: omit it or give the number of processes")
+      ->each([args](const std::string&) { args->ranks_given = true; });
   sub->add_option("--x-dtype", args->x_dtype, "Type of x: int8, hifloat8, float8_e4m3fn (e4m3), float8_e5m2 (e5m2)")
       ->required();
   sub->add_option("--scales-dtype", args->scales_dtype,

@@ -1,5 +1,5 @@
 // How the qcoll tools run the ranks of a collective: N threads of this process (the default),
-// or, later, one rank per process under MPI. Commands are written against RankRunner only:
+// or one rank per process under mpirun (make_rank_runner). Commands are written against RankRunner only:
 // they load the inputs of local_ranks(), call run() to execute the operator on each of them,
 // agree with all_ok() before writing any output, and write the outputs of local_ranks().
 #pragma once
@@ -19,7 +19,7 @@ class RankRunner {
   virtual ~RankRunner() = default;
   virtual int size() const = 0;                    // ranks in the communicator
   virtual std::vector<int> local_ranks() const = 0;  // the ranks this process runs, ascending
-  virtual const char* transport() const = 0;        // "threads" (later "mpi")
+  virtual const char* transport() const = 0;        // "threads", or under mpirun "shm" / "mpi"
   // Runs fn for every local rank concurrently and returns when all have returned.
   // May be called repeatedly. Throws CliError if a rank cannot be set up.
   virtual void run(const RankFn& fn) = 0;
@@ -31,5 +31,13 @@ class RankRunner {
 // N ranks as N threads of this process, on a qcoll thread group with a unique name.
 // Throws CliError carrying the library status if the group cannot be created (e.g. N out of range).
 std::unique_ptr<RankRunner> make_thread_runner(int nranks);
+
+// The runner for a command (tools/rank_runner_choice.cpp): when mpirun started several
+// processes, one rank per process on a qcoll MPI communicator over MPI_COMM_WORLD (the
+// runner owns the MPI session) — requested_ranks must then be the number of processes or 0
+// (omitted); otherwise requested_ranks threads (requested_ranks <= 0: argument error).
+// Throws CliError on a mismatch, without MPI in this build, or when the communicator cannot
+// be made.
+std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::string& group_name);
 
 }  // namespace qcoll::cli

@@ -9,6 +9,9 @@
 #ifdef QCOLL_HAVE_MPI
 #include <mpi.h>
 
+#include <chrono>
+#include <thread>
+
 #include "qcoll/mpi.hpp"
 #endif
 
@@ -56,15 +59,29 @@ class MpiRunner final : public RankRunner {
   std::vector<int> local_ranks() const override { return {group_.rank()}; }
   const char* transport() const override { return transport_.c_str(); }
   void run(const RankFn& fn) override { fn(group_.rank(), group_.size(), group_.name()); }
+  // Polled against QCOLL_TIMEOUT_S (default 60 s): a process that died gives false, not a hang.
   bool all_ok(bool local_ok) override {
-    int mine = local_ok ? 1 : 0, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    return all != 0;
+    mine_ = local_ok ? 1 : 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Iallreduce(&mine_, &all_, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return false;
+    const char* v = std::getenv("QCOLL_TIMEOUT_S");
+    char* end = nullptr;
+    double secs = v ? std::strtod(v, &end) : 0;
+    if (!v || end == v || *end != '\0' || !(secs > 0 && secs <= 1e6)) secs = 60;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(secs);
+    for (;;) {
+      int done = 0;
+      if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+      if (done) return all_ != 0;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
 
  private:
   MpiGroup group_;
   std::string transport_;
+  int mine_ = 0, all_ = 0;  // members: a timed-out reduction may still write them
 };
 
 }  // namespace
