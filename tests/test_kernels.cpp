@@ -397,7 +397,7 @@ TEST(ScalarKernel, BadArgumentsThrowBeforeWriting) {
 void expect_same_as_scalar(const std::string& target) {
   uint32_t seed = 1000;
   for (const Combo& c : all_combos()) {
-    for (int n : kSources) {
+    for (int n : {1, 2, 3, 4, 8, 17}) {  // 17: more sources than the kernels' fixed buffers
       for (std::size_t count :
            {std::size_t{128}, std::size_t{384}, std::size_t{4096 + 128}, std::size_t{128 * 37}}) {
         Inputs in(c.x, c.s, c.o, n, count, seed++);
