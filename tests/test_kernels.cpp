@@ -19,6 +19,10 @@
 
 #include "kernels/dequant_reduce.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 using qcoll::DType;
 using qcoll::kernels::ReduceArgs;
 
@@ -434,6 +438,40 @@ TEST(SimdKernel, EveryTargetMatchesScalar) {
     expect_same_as_scalar(t);
   }
 }
+
+// ---- Subnormals are kept even if the caller's thread flushes them ----------------------
+
+#if defined(__x86_64__) || defined(__i386__)
+TEST(KernelFloatEnv, CallerWithFlushToZeroStillGetsSubnormals) {
+  EXPECT_EQ(_mm_getcsr() & 0x8040u, 0u) << "FTZ/DAZ already set in the test process";
+  Inputs in(DType::Float8E4M3FN, DType::Float8E8M0, DType::Float, 2, 32 * 64, 99);
+  // Scales 0x00 (2^-127, an fp32 subnormal) everywhere: products are subnormal or zero.
+  for (auto& sb : in.sbuf) std::fill(sb.begin(), sb.end(), uint8_t{0x00});
+  const auto want = reference(in.args);
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040u);  // FTZ | DAZ on in this thread (and the pool's new threads)
+  const auto scalar = run(qcoll::kernels::dequant_reduce_scalar, in.args);
+  const auto simd = run(qcoll::kernels::dequant_reduce, in.args);
+  std::vector<uint8_t> par(want.size());
+  ReduceArgs a = in.args;
+  a.out = par.data();
+  qcoll::kernels::dequant_reduce_parallel(a, 3);
+  const unsigned after = _mm_getcsr();
+  _mm_setcsr(saved);
+  // Control bits restored (the low 6 bits are sticky exception flags).
+  EXPECT_EQ(after & ~0x3Fu, (saved | 0x8040u) & ~0x3Fu) << "the caller's setting must be restored";
+  bool any_subnormal = false;
+  for (std::size_t i = 0; i < want.size(); i += 4) {
+    uint32_t b;
+    std::memcpy(&b, &want[i], 4);
+    any_subnormal |= (b & 0x7F800000u) == 0 && (b & 0x007FFFFFu) != 0;
+  }
+  EXPECT_TRUE(any_subnormal);
+  EXPECT_EQ(scalar, want) << first_diff(scalar, want, 4);
+  EXPECT_EQ(simd, want) << first_diff(simd, want, 4);
+  EXPECT_EQ(par, want) << first_diff(par, want, 4);
+}
+#endif
 
 // ---- Parallel == single thread ------------------------------------------------------
 
