@@ -58,7 +58,7 @@ qcollStatus run_rank(Op op, RankData& d, std::size_t rows, std::size_t out_rows,
 struct Outcome {
   std::vector<qcollStatus> st;
   std::vector<std::string> msg;
-  std::vector<bool> untouched;
+  std::vector<char> untouched;  // not vector<bool>: ranks write their own element concurrently
   double seconds = 0;
 };
 
@@ -70,7 +70,7 @@ Outcome run_mixed(harness::Group& g, const std::vector<Op>& ops, const std::vect
   Outcome o;
   o.st.assign(n, -1);
   o.msg.assign(n, "");
-  o.untouched.assign(n, false);
+  o.untouched.assign(n, 0);
   const auto t0 = Clock::now();
   g.run([&](int r) {
     const std::size_t out_rows = ops[r] == Op::ReduceScatter ? rows[r] / n : rows[r];
@@ -121,7 +121,7 @@ TEST_F(Safety, ValidationFailsOnOneRankOnly) {
   harness::Group g(4);
   std::vector<qcollStatus> st(4, -1);
   std::vector<std::string> msg(4);
-  std::vector<bool> untouched(4, false);
+  std::vector<char> untouched(4, 0);
   const auto t0 = Clock::now();
   g.run([&](int r) {
     RankData d(8, 2, r);
@@ -161,7 +161,7 @@ TEST_F(Safety, RankThatNeverArrivesBreaksTheGroup) {
     std::vector<double> waited(4, 0);
     std::vector<qcollStatus> st(4, -1);
     std::vector<std::string> msg(4);
-    std::vector<bool> untouched(4, false);
+    std::vector<char> untouched(4, 0);
     g.run([&](int r) {
       if (r == 3) return;  // joins, never calls
       RankData d(8, 8, r);
