@@ -1,7 +1,7 @@
 // `qcoll demo`: what quantized reduce-scatter buys and costs on realistic data.
 //
-// N in-process ranks each generate an LLM-like activation tensor (BS x H), quantize it in
-// every mode, and run QuantReduceScatter. For each mode the table shows the bytes a rank
+// N ranks (threads of this process, or under mpirun one per process) each generate an
+// LLM-like activation tensor (BS x H), quantize it in every mode, and run QuantReduceScatter. For each mode the table shows the bytes a rank
 // sends compared with a bf16 reduce-scatter, the operator's wall time (median of --reps
 // runs), and the error of the result against the exact (fp64) sum of the unquantized
 // tensors. The first row is the usual baseline: a bf16 ring reduce-scatter (inputs rounded
@@ -35,6 +35,7 @@ namespace {
 
 struct DemoArgs {
   int ranks = 8;
+  bool ranks_given = false;  // under mpirun the number of processes is used unless given
   int64_t bs = 1024;
   int64_t hidden = 4096;
   std::string modes = "all";
@@ -160,10 +161,14 @@ std::string fmt(const char* f, double v) {
 }
 
 int run_demo(const DemoArgs& a) {
-  if (a.ranks != 2 && a.ranks != 4 && a.ranks != 8)
-    throw CliError(ErrorKind::Argument, "--ranks must be 2, 4 or 8, got " + std::to_string(a.ranks));
-  if (a.bs < a.ranks || a.bs % a.ranks != 0)
-    throw CliError(ErrorKind::Argument, "--bs must be a positive multiple of --ranks (" + std::to_string(a.ranks) + "), got " + std::to_string(a.bs));
+  // Ranks as threads, or under mpirun one rank per process (every process then makes every
+  // rank's activations, which are a function of the seed and the rank, for the exact sums).
+  std::unique_ptr<RankRunner> runner = make_rank_runner(a.ranks_given ? a.ranks : 0, "qcoll-demo", a.ranks);
+  const int n = runner->size();
+  if (n != 2 && n != 4 && n != 8)
+    throw CliError(ErrorKind::Argument, "--ranks must be 2, 4 or 8, got " + std::to_string(n));
+  if (a.bs < n || a.bs % n != 0)
+    throw CliError(ErrorKind::Argument, "--bs must be a positive multiple of --ranks (" + std::to_string(n) + "), got " + std::to_string(a.bs));
   if (a.hidden % 128 != 0 || a.hidden < 1024 || a.hidden > 8192)
     throw CliError(ErrorKind::Argument, "--hidden must be a multiple of 128 in [1024, 8192], got " + std::to_string(a.hidden));
   if (a.reps < 1 || a.reps > 1000) throw CliError(ErrorKind::Argument, "--reps must be in [1, 1000], got " + std::to_string(a.reps));
@@ -173,11 +178,9 @@ int run_demo(const DemoArgs& a) {
   const DType out_dtype = *out_t;
   const std::vector<const Mode*> modes = parse_modes(a.modes);
 
-  const int n = a.ranks;
   const std::size_t bs = static_cast<std::size_t>(a.bs), h = static_cast<std::size_t>(a.hidden);
   const std::size_t rows_per_rank = bs / n;
   const std::size_t count = bs * h;
-  std::unique_ptr<RankRunner> runner = make_thread_runner(n);
 
   // Inputs (each rank generates its own, in parallel) and the exact fp64 sum.
   ActivationSpec spec;
@@ -186,6 +189,8 @@ int run_demo(const DemoArgs& a) {
   spec.seed = a.seed;
   std::vector<std::vector<float>> act(n);
   runner->run([&](int rank, int, const std::string&) { act[rank] = make_activations(spec, rank); });
+  for (int k = 0; k < n; ++k)
+    if (act[k].empty()) act[k] = make_activations(spec, k);  // ranks of other processes
   std::vector<double> exact(count, 0.0);
   for (int k = 0; k < n; ++k)
     for (std::size_t i = 0; i < count; ++i) exact[i] += static_cast<double>(act[k][i]);
@@ -223,7 +228,7 @@ int run_demo(const DemoArgs& a) {
     std::vector<std::vector<std::chrono::steady_clock::time_point>> t0(n), t1(n);
     std::vector<CallResult> result(n);
     std::vector<bool> quant_ok(n, true);
-    std::barrier<> sync(n);
+    std::barrier<> sync(static_cast<std::ptrdiff_t>(runner->local_ranks().size()));
     runner->run([&](int rank, int, const std::string& group_name) {
       bool ok = m->scales == DType::Float
                     ? quant::quantize_kg(act[rank].data(), bs, h, m->x, q[rank].data(), reinterpret_cast<float*>(s[rank].data()))
@@ -238,26 +243,48 @@ int run_demo(const DemoArgs& a) {
       TensorArg o{out_dtype, {static_cast<int64_t>(rows_per_rank), a.hidden}, out[rank].data()};
       for (int rep = 0; rep < a.reps; ++rep) {
         sync.arrive_and_wait();
+        if (rank == runner->local_ranks().front()) runner->process_barrier();
+        sync.arrive_and_wait();
         t0[rank].push_back(std::chrono::steady_clock::now());
         CallResult res = call_operator(Operator::ReduceScatter, group_name, x, sc, o);
         t1[rank].push_back(std::chrono::steady_clock::now());
         if (!res.ok() && result[rank].ok()) result[rank] = res;
       }
     });
-    for (int r = 0; r < n; ++r) {
+    bool local_ok = true;
+    for (int r : runner->local_ranks()) local_ok = local_ok && quant_ok[r] && result[r].ok();
+    const bool all_ok = runner->all_ok(local_ok);  // collective: every process learns of a failure
+    for (int r : runner->local_ranks()) {
       if (!quant_ok[r])
         throw CliError(ErrorKind::Status, std::string("quantizing rank ") + std::to_string(r) + "'s tensor as " + m->label + " failed", 561000);
       if (!result[r].ok())
         throw CliError(ErrorKind::Status, result[r].message + " [" + m->label + ", rank " + std::to_string(r) + "]", result[r].status);
     }
+    if (!all_ok) throw CliError(ErrorKind::Status, std::string("another rank failed [") + m->label + "]", 361001);
+    // Every rank's times and output, in every process (a no-op when all ranks are threads here).
+    std::vector<std::vector<uint8_t>> spans(n, std::vector<uint8_t>(a.reps * 2 * sizeof(int64_t)));
+    for (int r : runner->local_ranks())
+      for (int rep = 0; rep < a.reps; ++rep) {
+        const int64_t ns[2] = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0[r][rep].time_since_epoch()).count(),
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(t1[r][rep].time_since_epoch()).count()};
+        std::memcpy(spans[r].data() + rep * sizeof ns, ns, sizeof ns);
+      }
+    runner->share(spans);
+    runner->share(out);
+    // Time of one call: first start to last end over the ranks (threads: one clock); with
+    // ranks in several processes, possibly on several hosts, the slowest rank's own time.
+    const bool one_clock = static_cast<int>(runner->local_ranks().size()) == n;
     std::vector<double> times;
     for (int rep = 0; rep < a.reps; ++rep) {
-      auto begin = t0[0][rep], end = t1[0][rep];
-      for (int r = 1; r < n; ++r) {
-        begin = std::min(begin, t0[r][rep]);
-        end = std::max(end, t1[r][rep]);
+      int64_t begin = INT64_MAX, end = INT64_MIN, longest = 0;
+      for (int r = 0; r < n; ++r) {
+        int64_t ns[2];
+        std::memcpy(ns, spans[r].data() + rep * sizeof ns, sizeof ns);
+        begin = std::min(begin, ns[0]);
+        end = std::max(end, ns[1]);
+        longest = std::max(longest, ns[1] - ns[0]);
       }
-      times.push_back(std::chrono::duration<double, std::milli>(end - begin).count());
+      times.push_back(1e-6 * static_cast<double>(one_clock ? end - begin : longest));
     }
     ErrorAccumulator acc;
     const std::size_t osize = dtype_size(out_dtype);
@@ -280,7 +307,9 @@ int run_demo(const DemoArgs& a) {
   }
 
   const std::size_t outliers = outlier_channels(spec).size();
-  const std::string title = "qcoll demo: QuantReduceScatter on " + std::to_string(n) + " in-process ranks (" + runner->transport() + "), x (" + std::to_string(bs) + ", " + std::to_string(h) + ") per rank -> " +
+  if (!runner->prints_summary()) return 0;  // under mpirun: the process of rank 0 prints
+  const bool threads = static_cast<int>(runner->local_ranks().size()) == n;
+  const std::string title = "qcoll demo: QuantReduceScatter on " + std::to_string(n) + (threads ? " in-process ranks (" : " ranks, one per process (") + runner->transport() + "), x (" + std::to_string(bs) + ", " + std::to_string(h) + ") per rank -> " +
                             std::string(dtype_name(out_dtype)) + " (" + std::to_string(rows_per_rank) + ", " +
                             std::to_string(h) + ") per rank";
   if (a.json) {
@@ -334,7 +363,9 @@ int run_demo(const DemoArgs& a) {
 const CommandRegistrar reg_demo([](CLI::App& app) {
   CLI::App* sub = app.add_subcommand("demo", "Quantized reduce-scatter on realistic activations: bytes, time and error per mode");
   auto args = std::make_shared<DemoArgs>();
-  sub->add_option("--ranks,-n", args->ranks, "Ranks (2, 4 or 8)")->capture_default_str();
+  sub->add_option("--ranks,-n", args->ranks, "Ranks (2, 4 or 8); under mpirun: the number of processes")
+      ->capture_default_str()
+      ->each([args](const std::string&) { args->ranks_given = true; });
   sub->add_option("--bs", args->bs, "Rows (tokens) per rank's input")->capture_default_str();
   sub->add_option("--hidden", args->hidden, "Hidden size H (multiple of 128 in [1024, 8192])")->capture_default_str();
   sub->add_option("--modes", args->modes, "all, or a comma list of " + mode_keys())->capture_default_str();

@@ -27,6 +27,8 @@ class SessionRunner final : public RankRunner {
   const char* transport() const override { return inner_->transport(); }
   void run(const RankFn& fn) override { inner_->run(fn); }
   bool all_ok(bool local_ok) override { return inner_->all_ok(local_ok); }
+  void process_barrier() override { inner_->process_barrier(); }
+  void share(std::vector<std::vector<uint8_t>>& per_rank) override { inner_->share(per_rank); }
 
  private:
   std::unique_ptr<MpiSession> session_;  // declared first: destroyed last
@@ -35,7 +37,7 @@ class SessionRunner final : public RankRunner {
 
 }  // namespace
 
-std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::string& group_name) {
+std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::string& group_name, int default_ranks) {
   // One process alone (mpirun -np 1) runs its ranks as threads, as without mpirun.
   if (launched_by_mpi() && launcher_world_size() != 1) {
     if (!mpi_available())
@@ -51,6 +53,7 @@ std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::str
     }
     return std::make_unique<SessionRunner>(std::move(session), std::move(runner));
   }
+  if (requested_ranks <= 0) requested_ranks = default_ranks;
   if (requested_ranks <= 0)
     throw CliError(ErrorKind::Argument,
                    "--ranks is required (the number of ranks, run as threads), unless qcoll is started by mpirun");

@@ -59,11 +59,32 @@ class MpiRunner final : public RankRunner {
   std::vector<int> local_ranks() const override { return {group_.rank()}; }
   const char* transport() const override { return transport_.c_str(); }
   void run(const RankFn& fn) override { fn(group_.rank(), group_.size(), group_.name()); }
+  void process_barrier() override {
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS || !wait_polled(req))
+      throw CliError(ErrorKind::Status, "the other processes did not arrive within QCOLL_TIMEOUT_S", 361001);
+  }
+  void share(std::vector<std::vector<uint8_t>>& per_rank) override {
+    const int me = group_.rank();
+    const std::size_t bytes = per_rank[static_cast<std::size_t>(me)].size();
+    std::vector<uint8_t> all(bytes * per_rank.size());
+    MPI_Allgather(per_rank[static_cast<std::size_t>(me)].data(), static_cast<int>(bytes), MPI_BYTE, all.data(),
+                  static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
+    for (std::size_t k = 0; k < per_rank.size(); ++k)
+      per_rank[k].assign(all.begin() + static_cast<std::ptrdiff_t>(k * bytes),
+                         all.begin() + static_cast<std::ptrdiff_t>((k + 1) * bytes));
+  }
   // Polled against QCOLL_TIMEOUT_S (default 60 s): a process that died gives false, not a hang.
   bool all_ok(bool local_ok) override {
     mine_ = local_ok ? 1 : 0;
     MPI_Request req = MPI_REQUEST_NULL;
     if (MPI_Iallreduce(&mine_, &all_, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return false;
+    return wait_polled(req) && all_ != 0;
+  }
+
+ private:
+  // Waits for req until QCOLL_TIMEOUT_S (default 60 s) has passed; false on timeout or error.
+  static bool wait_polled(MPI_Request& req) {
     const char* v = std::getenv("QCOLL_TIMEOUT_S");
     char* end = nullptr;
     double secs = v ? std::strtod(v, &end) : 0;
@@ -72,11 +93,13 @@ class MpiRunner final : public RankRunner {
     for (;;) {
       int done = 0;
       if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-      if (done) return all_ != 0;
+      if (done) return true;
       if (std::chrono::steady_clock::now() >= deadline) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
+
+ public:
 
  private:
   MpiGroup group_;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `qcoll reduce-scatter` / `all-reduce` under mpirun (one rank per process, {rank} = the
+# `qcoll reduce-scatter` / `all-reduce` / `demo` under mpirun (one rank per process, {rank} = the
 # process's rank) write the same files, byte for byte, as the same commands with ranks as
 # threads; on both one-process transports (shm, and mpi forced with QCOLL_TRANSPORT).
 # Usage: cli_mpirun.sh MPIRUN QCOLL     (exit 77 = skipped: no numpy to write the inputs)
@@ -37,5 +37,16 @@ out=$("${MPI[@]}" -np 2 "$QCOLL" all-reduce --ranks 4 --x-dtype int8 --x 'kx{ran
       --out 'bad{rank}.npy' 2>&1)
 check grep -q "does not match the 2 processes" <<<"$out"
 check test ! -e bad0.npy
+# qcoll demo: the same errors (the outputs are the same bits) with one rank per process.
+check "$QCOLL" demo --ranks 4 --bs 128 --hidden 1024 --reps 1 --json > demo-threads.json
+check "${MPI[@]}" -np 4 "$QCOLL" demo --bs 128 --hidden 1024 --reps 1 --json > demo-mpi.json
+check python3 - <<'PY'
+import json, sys
+t, m = json.load(open("demo-threads.json")), json.load(open("demo-mpi.json"))
+assert t["transport"] == "threads" and m["transport"] in ("shm", "mpi"), (t["transport"], m["transport"])
+assert m["ranks"] == 4 and len(t["rows"]) == len(m["rows"]) == 7
+for a, b in zip(t["rows"], m["rows"]):
+    assert a["mode"] == b["mode"] and a["rel_rms_error"] == b["rel_rms_error"] and a["max_abs_error_rel"] == b["max_abs_error_rel"], (a, b)
+PY
 if [ $fail -eq 0 ]; then echo "cli_mpirun: PASS"; else echo "cli_mpirun: FAIL"; fi
 exit $fail
