@@ -8,17 +8,20 @@
 //
 // Decoding (all exact):
 //   INT8     sign-extend to i32, convert to f32.
-//   E4M3FN   fp32 bits (b&0x7F)<<20 | sign<<31, times 2^120 (rebias 7 -> 127; the code's
-//            subnormals come out as fp32 subnormals times a power of two: exact);
-//            |value| = 480 is the NaN code 0x7F/0xFF.
-//   E5M2     the byte is the top half of an fp16; targets with a hardware fp16 -> fp32
-//            conversion (x86 F16C) use it, others build fp32 bits (b&0x7F)<<21 | sign<<31
-//            times 2^112 and fix the Inf/NaN codes (|value| >= 65536).
-//   HIFLOAT8 gather from the exact 256-entry fp32 table (its tapered layout makes the
-//            arithmetic decode longer than a gather).
-// Output: fp32 as is; bf16 by integer round-to-nearest-even; fp16 by the hardware
-// conversion (x86 F16C, round to nearest even) or an integer round-to-nearest-even
-// elsewhere. NaN sums become the canonical NaN first (see dequant_reduce.hpp).
+//   E4M3FN   F16C targets: code -> fp16 bits of value/2^8 -> f32, with the 2^8 folded into
+//            the group's scale when scale*2^8 is exact and the block has no NaN code
+//            (else the general decode below). Other targets: fp32 bits with the exponent
+//            rebiased by +120 in the integer domain, subnormal codes as int -> f32 times
+//            2^-9 (no fp32 subnormal operands), NaN codes fixed.
+//   E5M2     F16C targets: the code is the top byte of an fp16. Others: as E4M3FN with
+//            +112 and 2^-16, Inf/NaN codes fixed.
+//   HIFLOAT8 every value is exact in fp16: on F16C targets, fp16 bits from a 128-entry
+//            byte table looked up with byte shuffles (DecodeHiF8x4); elsewhere a gather
+//            from the exact 256-entry fp32 table.
+// Output: fp32 as is; bf16 by integer round-to-nearest-even (two vectors per store);
+// fp16 by the hardware conversion (x86 F16C, round to nearest even) or an integer
+// round-to-nearest-even elsewhere. NaN sums become the canonical NaN first (see
+// dequant_reduce.hpp).
 
 #include <cmath>
 #include <cstdlib>
@@ -50,10 +53,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 #define QCOLL_HW_F16 0
 #endif
 
-#ifndef QCOLL_E4M3_VIA_F16
-#define QCOLL_E4M3_VIA_F16 0
-#endif
-
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
@@ -72,17 +71,6 @@ HWY_INLINE VF Decode(DF df, const uint8_t* HWY_RESTRICT p, const float* HWY_REST
     return hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, ps)));
   } else if constexpr (X == DType::Float8E4M3FN) {
     (void)table;
-#if QCOLL_E4M3_VIA_F16
-    // s.eeee.mmm -> fp16 s.0eeee.mmm0000000 (value / 2^8, subnormals included), exact.
-    const hn::Rebind<uint16_t, DF> du16;
-    const hn::Rebind<hwy::float16_t, DF> df16;
-    const auto b = hn::PromoteTo(du16, hn::LoadU(du8, p));
-    const auto h = hn::Or(hn::ShiftLeft<7>(hn::And(b, hn::Set(du16, 0x7F))),
-                          hn::ShiftLeft<8>(hn::And(b, hn::Set(du16, 0x80))));
-    const VF v = hn::Mul(hn::PromoteTo(df, hn::BitCast(df16, h)), hn::Set(df, 256.0f));
-    // The NaN codes 0x7F/0xFF come out as +-480 (no finite code is that large).
-    return hn::IfThenElse(hn::Eq(hn::Abs(v), hn::Set(df, 480.0f)), nan, v);
-#else
     // Normal codes: rebias the exponent in the integer domain (+120 << 23). Subnormal
     // codes (exponent 0): m * 2^-9 from an integer conversion (no fp32 subnormal operands).
     const auto b = hn::PromoteTo(du32, hn::LoadU(du8, p));
@@ -95,7 +83,6 @@ HWY_INLINE VF Decode(DF df, const uint8_t* HWY_RESTRICT p, const float* HWY_REST
                         hn::BitCast(df, sign));
     const auto is_nan = hn::RebindMask(df, hn::Eq(mag, hn::Set(du32, 0x7Fu)));
     return hn::IfThenElse(is_nan, nan, v);
-#endif
   } else if constexpr (X == DType::Float8E5M2) {
     (void)table;
 #if QCOLL_HW_F16
@@ -231,6 +218,24 @@ HWY_INLINE void Store(DF df, VF acc, void* HWY_RESTRICT out, std::size_t i) {
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Two fp32 vectors -> 2N bf16 (round to nearest even, canonical NaN) in one store: the
+// rounded u32 keeps the bf16 bits in its upper half, and ConcatOdd gathers those halves.
+HWY_INLINE void StoreBF16Pair(DF df, VF lo, VF hi, void* HWY_RESTRICT out, std::size_t i) {
+  const hn::Rebind<uint32_t, DF> du32;
+  const hn::Repartition<uint16_t, DF> d16;  // 2N lanes
+  auto round = [&](VF v) {
+    const auto bits = hn::BitCast(du32, v);
+    const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1u));
+    const auto r = hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
+    return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), hn::Set(du32, kCanonicalNanF32), r);
+  };
+  (void)df;
+  const auto packed = hn::ConcatOdd(d16, hn::BitCast(d16, round(hi)), hn::BitCast(d16, round(lo)));
+  hn::StoreU(packed, d16, static_cast<uint16_t*>(out) + i);
+}
+#endif
+
 struct Tables {
   const float* x = nullptr;     // fp32 decode table of the x dtype
   const float* e8m0 = nullptr;  // fp32 decode table of E8M0, or null for fp32 scales
@@ -255,7 +260,9 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
   const std::size_t g = group_size(a.scales_dtype);
   const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
   const uint8_t* const* HWY_RESTRICT x = a.x;
-  for (std::size_t group = 0; group < a.count / g; ++group) {
+  void* HWY_RESTRICT const out = a.out;
+  const std::size_t groups = a.count / g;
+  for (std::size_t group = 0; group < groups; ++group) {
     for (std::size_t k = 0; k < n; ++k) {
       if (t.e8m0 != nullptr) {
         scale[k] = t.e8m0[a.scales[k][group]];
@@ -278,7 +285,7 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
           const VF d = hn::Mul(Decode<X>(df, x[k] + i, t.x), hn::Set(df, scale[k]));
           acc = hn::Add(acc, d);
         }
-        Store<OUT>(df, acc, a.out, i);
+        Store<OUT>(df, acc, out, i);
       } else {
         VF acc0 = hn::Zero(df), acc1 = hn::Zero(df), acc2 = hn::Zero(df), acc3 = hn::Zero(df);
         for (std::size_t k = 0; k < n; ++k) {
@@ -322,10 +329,17 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
             acc3 = hn::Add(acc3, hn::Mul(Decode<X>(df, p + 3 * N, t.x), s));
           }
         }
-        Store<OUT>(df, acc0, a.out, i);
-        Store<OUT>(df, acc1, a.out, i + N);
-        Store<OUT>(df, acc2, a.out, i + 2 * N);
-        Store<OUT>(df, acc3, a.out, i + 3 * N);
+#if HWY_TARGET != HWY_SCALAR
+        if constexpr (OUT == DType::BFloat16) {
+          StoreBF16Pair(df, acc0, acc1, out, i);
+          StoreBF16Pair(df, acc2, acc3, out, i + 2 * N);
+          continue;
+        }
+#endif
+        Store<OUT>(df, acc0, out, i);
+        Store<OUT>(df, acc1, out, i + N);
+        Store<OUT>(df, acc2, out, i + 2 * N);
+        Store<OUT>(df, acc3, out, i + 3 * N);
       }
     }
   }
