@@ -13,7 +13,8 @@
 #
 # Environment: QCOLL (default build/tools/qcoll), OUT (default bench-results), RATES
 # ("1gbit 10gbit"), NS ("2 4 8"), SIZES (1024x5120,4096x5120), REPEATS (3), WARMUP (1),
-# MTU (9000: jumbo frames, as on HPC networks; 1500 adds ~4% header bytes), MPIRUN.
+# MTU (9000: jumbo frames, as on HPC networks; 1500 adds ~4% header bytes), MPIRUN, MPIRUN_ARGS,
+# SHOW_TC (non-empty: print the bytes each link carried after each run).
 # Extra arguments go to `qcoll bench`. Writes $OUT/shaped_<rate>_n<N>.json/.txt, then
 # $OUT/shaped.json, shaped.md and shaped.png. Exit 77 when namespaces cannot be made here.
 set -uo pipefail
@@ -27,6 +28,7 @@ REPEATS=${REPEATS:-3}
 WARMUP=${WARMUP:-1}
 MTU=${MTU:-9000}
 MPIRUN=$(command -v "${MPIRUN:-mpirun}")
+read -r -a extra_mpirun <<< "${MPIRUN_ARGS:-}"
 [ -x "$QCOLL" ] || { echo "shaped_network: $QCOLL not found" >&2; exit 2; }
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
@@ -114,7 +116,7 @@ for rate in $RATES; do
       timeout 3000 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np "$n" --map-by node \
       --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
       --mca btl_tcp_if_include 127.0.20.0/24 --mca oob_tcp_if_include 127.0.20.0/24 \
-      -x QCOLL_TRANSPORT=mpi \
+      -x QCOLL_TRANSPORT=mpi "${extra_mpirun[@]}" \
       "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" \
       --label "shaped $rate" --link-gbit "$gbit" --json "$json" "$@" | tee "$OUT/shaped_${rate}_n$n.txt"
     if [ "${PIPESTATUS[0]}" -ne 0 ] || [ ! -s "$json" ]; then
@@ -123,6 +125,12 @@ for rate in $RATES; do
       continue
     fi
     jsons+=("$json")
+    if [ -n "${SHOW_TC:-}" ]; then  # bytes the links carried, all contenders and rounds together
+      for ((i = 0; i < n; i++)); do
+        echo "host $i egress: $(ip netns exec "${tag}h$i" tc -s qdisc show dev eth0 | grep -o 'Sent [0-9]* bytes')," \
+          "ingress: $(ip netns exec "${tag}sw" tc -s qdisc show dev "p$i" | grep -o 'Sent [0-9]* bytes')"
+      done
+    fi
   done
 done
 if [ ${#jsons[@]} -gt 0 ]; then
