@@ -250,7 +250,13 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
       if (plot.empty()) {
         g << "set key off\nplot 1 title 'no data'\nset key on\n";
       } else {
-        g << "plot " << plot << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle" : "") << "\n";
+        // The targets: >= 3x the fp32 peer, >= 1.5x the 16-bit peer.
+        const std::string target = pi == 0 ? "3" : "1.5";
+        g << "plot " << plot
+          << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle, " + target +
+                               " with lines lc 'red' dt 4 title 'target " + target + "x'"
+                         : "")
+          << "\n";
       }
     }
   }
