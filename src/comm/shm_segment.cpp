@@ -62,7 +62,8 @@ Status random_shm_name(std::string& name) {
   return Status::Ok();
 }
 
-Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out) {
+Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out, bool* no_space) {
+  if (no_space) *no_space = false;
   const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
   if (fd < 0) return sys_error("shared memory: shm_open(" + name + ", O_CREAT|O_EXCL, 0600)", errno);
   Status s;
@@ -71,6 +72,7 @@ Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out) {
   } else if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     s = sys_error("shared memory: ftruncate to " + std::to_string(bytes) + " bytes", errno);
   } else if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    if (no_space) *no_space = rc == ENOSPC;
     s = Status::Error(StatusCode::InnerError,
                       "shared memory: cannot reserve " + std::to_string(bytes >> 20) + " MB in /dev/shm (" +
                           std::strerror(rc) + "); lower HCCL_BUFFSIZE (MB per rank) or enlarge /dev/shm");

@@ -33,8 +33,8 @@ Status random_shm_name(std::string& name);
 
 // Creates `name` exclusively (mode 0600), reserves `bytes` (posix_fallocate, so a full
 // /dev/shm is an error here and never a SIGBUS later) and maps it. The memory reads as zero.
-// On failure nothing is left behind.
-Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out);
+// On failure nothing is left behind; *no_space (if given) tells whether /dev/shm was too small.
+Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out, bool* no_space = nullptr);
 
 // Opens and maps an existing segment of exactly `bytes` bytes.
 Status open_shm(const std::string& name, std::size_t bytes, ShmMapping& out);

@@ -5,7 +5,8 @@
 # Usage: cli_mpirun.sh MPIRUN QCOLL     (exit 77 = skipped: no numpy to write the inputs)
 set -uo pipefail
 MPIRUN=$1; QCOLL=$(realpath "$2")
-MPI=("$MPIRUN" --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
+# A 16 MB window (4 ranks: 64 MB of /dev/shm at most, not the default 800 MB).
+MPI=("$MPIRUN" --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -x HCCL_BUFFSIZE=16)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; cd "$work"
 python3 -c "import numpy" 2>/dev/null || { echo "cli_mpirun: SKIPPED: python3 numpy not available"; exit 77; }
 python3 - <<'PY'

@@ -89,56 +89,57 @@ void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t se
   }
 }
 
+// One communicator at a time (at most 8 ranks x 4 MB of /dev/shm for this program, which
+// also fits a container's default 64 MB /dev/shm next to Open MPI's own segments).
 void run_transport(const char* transport, Tally& t) {
   const std::string base = std::string("qc-") + transport;
-  qcollMpiComm* big = create((base + "-200").c_str(), transport, "200", t);
-  qcollMpiComm* small = create((base + "-3").c_str(), transport, "3", t);
-  qcollMpiComm* tiny = create((base + "-2").c_str(), transport, "2", t);
-  if (!big || !small || !tiny) return;
-  const std::string big_name = base + "-200", small_name = base + "-3", tiny_name = base + "-2";
   const std::size_t n = static_cast<std::size_t>(g_size);
-
-  // Every mode, both operators, 2-D inputs of 2n rows.
   uint64_t seed = 1;
-  for (const Mode& m : all_modes()) {
-    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
-      check_call(op, m, 2 * n, 1024, seed++, big_name.c_str(), transport, t, true);
+
+  // Every mode, both operators, 2-D inputs of 2n rows: one chunk of a 4 MB window.
+  const std::string one_chunk = base + "-4";
+  if (qcollMpiComm* c = create(one_chunk.c_str(), transport, "4", t)) {
+    for (const Mode& m : all_modes()) {
+      for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+        check_call(op, m, 2 * n, 1024, seed++, one_chunk.c_str(), transport, t, true);
+      }
     }
+    qcollMpiCommDestroy(c);
   }
-  // Larger than the window: 640 rows x (1024 + scales) bytes spread over >= 2 chunks of 0.5 MB.
-  for (const Mode& m : {Mode{qcoll::DType::Int8, qcoll::DType::Float, qcoll::DType::BFloat16},
-                        Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::Float}}) {
-    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
-      check_call(op, m, 640, 1024, seed++, small_name.c_str(), (std::string(transport) + " chunked").c_str(), t,
-                 false);
+  const std::string small = base + "-3";
+  if (qcollMpiComm* c = create(small.c_str(), transport, "3", t)) {
+    // Larger than the window: 640 rows x (1024 + scales) bytes spread over >= 2 chunks of 0.5 MB.
+    for (const Mode& m : {Mode{qcoll::DType::Int8, qcoll::DType::Float, qcoll::DType::BFloat16},
+                          Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::Float}}) {
+      for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+        check_call(op, m, 640, 1024, seed++, small.c_str(), (std::string(transport) + " chunked").c_str(), t, false);
+      }
     }
-  }
-  // Window too small for one chunk: PARAM_INVALID in phase one, naming HCCL_BUFFSIZE.
-  {
-    const Mode m{qcoll::DType::Int8, qcoll::DType::Float, qcoll::DType::Float};
-    std::vector<Inputs> all = inputs_of_all_ranks(m, 2 * n, 1024, 99);
-    std::vector<uint8_t> out;
-    int phase = 0;
-    const qcollStatus st = call_op(Op::ReduceScatter, m, all[g_rank], 2 * n, 1024, g_size, tiny_name.c_str(), out, &phase);
-    const std::string msg = last_error();
-    t.check(st == QCOLL_PARAM_INVALID && phase == 1 && msg.find("HCCL_BUFFSIZE") != std::string::npos,
-            "%s: window of 2 MB: expected PARAM_INVALID naming HCCL_BUFFSIZE in phase one, got %d in phase %d: %s",
-            transport, st, phase, msg.c_str());
-  }
-  // 100 back-to-back calls, inputs and operator changing every call, through the small window.
-  {
+    // 100 back-to-back calls, inputs and operator changing every call, through the small window.
     const std::vector<Mode> modes = all_modes();
     for (int call = 0; call < 100; ++call) {
       const Mode& m = modes[call % modes.size()];
       const Op op = call % 2 ? Op::AllReduce : Op::ReduceScatter;
       const std::size_t BS = n * (1 + call % 3);
-      check_call(op, m, BS, 1024 + 128 * (call % 4), 1000 + call, small_name.c_str(),
+      check_call(op, m, BS, 1024 + 128 * (call % 4), 1000 + call, small.c_str(),
                  (std::string(transport) + " back-to-back #" + std::to_string(call)).c_str(), t, false);
     }
+    qcollMpiCommDestroy(c);
   }
-  qcollMpiCommDestroy(big);
-  qcollMpiCommDestroy(small);
-  qcollMpiCommDestroy(tiny);
+  // Window too small for one chunk: PARAM_INVALID in phase one, naming HCCL_BUFFSIZE.
+  const std::string tiny = base + "-2";
+  if (qcollMpiComm* c = create(tiny.c_str(), transport, "2", t)) {
+    const Mode m{qcoll::DType::Int8, qcoll::DType::Float, qcoll::DType::Float};
+    std::vector<Inputs> all = inputs_of_all_ranks(m, 2 * n, 1024, 99);
+    std::vector<uint8_t> out;
+    int phase = 0;
+    const qcollStatus st = call_op(Op::ReduceScatter, m, all[g_rank], 2 * n, 1024, g_size, tiny.c_str(), out, &phase);
+    const std::string msg = last_error();
+    t.check(st == QCOLL_PARAM_INVALID && phase == 1 && msg.find("HCCL_BUFFSIZE") != std::string::npos,
+            "%s: window of 2 MB: expected PARAM_INVALID naming HCCL_BUFFSIZE in phase one, got %d in phase %d: %s",
+            transport, st, phase, msg.c_str());
+    qcollMpiCommDestroy(c);
+  }
 }
 
 // qcoll segments in /dev/shm that are still there 3 s after first seen: a segment exists for
@@ -176,23 +177,49 @@ void check_several_hosts(Tally& t) {
           qcollGetRecentErrMsg());
 }
 
+// /dev/shm too small for the windows (tests/mpi/small_devshm.sh: 64 MB): auto falls back to
+// the MPI transport and computes the same results; shm forced is an error on every rank.
+void check_small_devshm(Tally& t) {
+  setenv("HCCL_BUFFSIZE", "200", 1);
+  setenv("QCOLL_TRANSPORT", "auto", 1);
+  qcollMpiComm* c = nullptr;
+  qcollStatus st = qcollMpiCommCreateWorld("qc-fallback", &c);
+  if (t.check(st == QCOLL_SUCCESS, "auto with a small /dev/shm: status %d: %s", st, qcollGetRecentErrMsg())) {
+    t.check(std::string(qcollMpiCommTransport(c)) == "mpi", "auto with a small /dev/shm: transport %s, expected mpi",
+            qcollMpiCommTransport(c));
+    const std::size_t n = static_cast<std::size_t>(g_size);
+    const Mode m{qcoll::DType::HiFloat8, qcoll::DType::Float, qcoll::DType::Float16};
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) check_call(op, m, 4 * n, 2048, 77, "qc-fallback", "fallback", t, false);
+    qcollMpiCommDestroy(c);
+  }
+  setenv("QCOLL_TRANSPORT", "shm", 1);
+  c = nullptr;
+  st = qcollMpiCommCreateWorld("qc-shm-full", &c);
+  const std::string msg = qcollGetRecentErrMsg();
+  t.check(st != QCOLL_SUCCESS && c == nullptr && msg.find("/dev/shm") != std::string::npos,
+          "shm forced with a small /dev/shm: expected an error naming /dev/shm, got %d: %s", st, msg.c_str());
+}
+
 }  // namespace
 
-// Usage: test_mpi_transport [--several-hosts] [TRANSPORT...]   (default transports: shm mpi)
+// Usage: test_mpi_transport [--several-hosts] [--small-devshm] [TRANSPORT...]
+// (default transports: shm mpi; none with --small-devshm)
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Tally t(g_rank);
   setenv("QCOLL_TIMEOUT_S", "60", 1);
-  bool several_hosts = false;
+  bool several_hosts = false, small_devshm = false;
   std::vector<std::string> transports;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--several-hosts") several_hosts = true;
+    else if (std::string(argv[i]) == "--small-devshm") small_devshm = true;
     else transports.push_back(argv[i]);
   }
-  if (transports.empty()) transports = {"shm", "mpi"};
+  if (transports.empty() && !small_devshm) transports = {"shm", "mpi"};
   if (several_hosts) check_several_hosts(t);
+  if (small_devshm) check_small_devshm(t);
   for (const std::string& transport : transports) {
     const double t0 = MPI_Wtime();
     run_transport(transport.c_str(), t);

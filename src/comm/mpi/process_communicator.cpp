@@ -1,5 +1,6 @@
 #include "comm/mpi/process_communicator.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -42,12 +43,14 @@ Status peer_failed(int who, const char* what, const char* name) {
 // maps it; once all have (or any failed) rank 0 removes the name.
 struct Announce {
   int32_t code = 0;
+  int32_t no_space = 0;  // /dev/shm too small for the segment
   char shm_name[64] = {0};
   char message[400] = {0};
 };
 
 Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size, std::size_t window,
-                            Clock::time_point deadline, bool& mpi_pending, std::shared_ptr<Communicator>& out) {
+                            Clock::time_point deadline, bool& mpi_pending, bool& no_space,
+                            std::shared_ptr<Communicator>& out) {
   const std::size_t bytes = ShmCommunicator::segment_bytes(size, window);
   Announce a;
   ShmMapping mapping;
@@ -55,7 +58,9 @@ Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size,
   std::string shm_name;
   if (rank == 0) {
     mine = random_shm_name(shm_name);
-    if (mine.ok()) mine = create_shm(shm_name, bytes, mapping);
+    bool full = false;
+    if (mine.ok()) mine = create_shm(shm_name, bytes, mapping, &full);
+    a.no_space = full ? 1 : 0;
     if (mine.ok()) ShmCommunicator::init_segment(mapping.data(), size, window);
     a.code = static_cast<int32_t>(mine.code);
     std::snprintf(a.shm_name, sizeof a.shm_name, "%s", shm_name.c_str());
@@ -70,6 +75,7 @@ Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size,
     return s;
   }
   if (a.code != 0) {
+    no_space = a.no_space != 0;  // the same on every rank: they can all fall back together
     if (rank == 0) return mine;
     return Status::Error(StatusCode::RuntimeError,
                          std::string("rank 0 could not create the shared memory segment: ") + a.message);
@@ -178,9 +184,20 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
     out = std::make_shared<MpiCommunicator>(name, dup, window);
     return Status::Ok();
   }
-  bool mpi_pending = false;
-  s = attach_shared_memory(name, dup, rank, size, window, deadline, mpi_pending, out);
+  bool mpi_pending = false, no_space = false;
+  s = attach_shared_memory(name, dup, rank, size, window, deadline, mpi_pending, no_space, out);
   if (mpi_pending) return s;  // dup stays allocated: an operation on it may still be pending
+  if (!s.ok() && no_space && transport == kAuto) {
+    // /dev/shm cannot hold the windows (containers often give it 64 MB): the MPI transport
+    // needs only private memory. Every rank saw the same announcement, so all fall back.
+    if (rank == 0) {
+      std::fprintf(stderr, "qcoll: communicator \"%s\": /dev/shm has no room for %zu x %zu MB windows; using the "
+                   "MPI transport (lower HCCL_BUFFSIZE or enlarge /dev/shm for shared memory)\n",
+                   name, static_cast<std::size_t>(size), window / kMiB);
+    }
+    out = std::make_shared<MpiCommunicator>(name, dup, window);
+    return Status::Ok();
+  }
   return release_dup(s);      // the shared-memory transport needs MPI no more
 }
 
