@@ -1,6 +1,7 @@
 #include "comm/shm_communicator.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,12 @@ bool process_alive(int32_t pid) {
   return !(paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
+// Inode of this process's pid namespace, 0 if unknown.
+uint64_t pid_namespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
 std::string seconds_text(Clock::duration d) {
   const double s = std::chrono::duration<double>(d).count();
   char buf[32];
@@ -63,6 +70,7 @@ void ShmCommunicator::init_segment(unsigned char* base, int nranks, std::size_t 
     c->consumed.store(0, std::memory_order_relaxed);
     c->state.store(kStateAbsent, std::memory_order_relaxed);
     c->pid.store(0, std::memory_order_relaxed);
+    c->pid_ns.store(0, std::memory_order_relaxed);
   }
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
@@ -76,6 +84,8 @@ ShmCommunicator::ShmCommunicator(std::string name, int rank, int nranks, std::si
   std::atomic_thread_fence(std::memory_order_acquire);
   if (h->magic != kMagic || h->nranks != nranks || h->window_bytes != window_bytes) return;
   RankControl& me = control(rank_);
+  pid_ns_ = pid_namespace();
+  me.pid_ns.store(pid_ns_, std::memory_order_relaxed);
   me.pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
   me.state.store(kStateActive, std::memory_order_release);
   valid_ = true;
@@ -120,7 +130,9 @@ Status ShmCommunicator::peer_gone(int k) const {
   const std::string who = "rank " + std::to_string(k) + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
   if (state == kStateLeft) return Status::Error(StatusCode::RuntimeError, who + " destroyed the communicator");
   if (state == kStateFailed) return Status::Error(StatusCode::RuntimeError, who + " failed in this call");
-  if (pid > 0 && !process_alive(pid)) return Status::Error(StatusCode::RuntimeError, who + " has exited");
+  // A pid means something only in its own pid namespace (ranks in other containers: skip).
+  const bool same_ns = pid_ns_ != 0 && c.pid_ns.load(std::memory_order_relaxed) == pid_ns_;
+  if (pid > 0 && same_ns && !process_alive(pid)) return Status::Error(StatusCode::RuntimeError, who + " has exited");
   return Status::Ok();
 }
 
@@ -191,6 +203,7 @@ Status ShmCommunicator::exchange(const ExchangeSpec& spec, const ChunkConsumer& 
     const ChunkLayout l = chunk_layout(nranks_, rows, spec.x_row_bytes, spec.s_row_bytes);
     auto write = [&](unsigned char* dst) {
       for (int d = 0; d < nranks_; ++d) {
+        if (d == rank_) continue;  // this rank reads its own rows from its input directly
         const std::size_t src_row = d * spec.rows_per_rank + row0;
         unsigned char* part = dst + d * l.per_dest_bytes;
         std::memcpy(part, spec.x + src_row * spec.x_row_bytes, rows * spec.x_row_bytes);
@@ -200,6 +213,12 @@ Status ShmCommunicator::exchange(const ExchangeSpec& spec, const ChunkConsumer& 
     auto read = [&](uint64_t g) {
       if (!consumer_status.ok()) return;  // keep the protocol going, consume nothing more
       for (int k = 0; k < nranks_; ++k) {
+        if (k == rank_) {
+          const std::size_t my_row = rank_ * spec.rows_per_rank + row0;
+          chunk_x_[k] = spec.x + my_row * spec.x_row_bytes;
+          chunk_scales_[k] = spec.scales + my_row * spec.s_row_bytes;
+          continue;
+        }
         const unsigned char* part = slot(k, g) + rank_ * l.per_dest_bytes;
         chunk_x_[k] = part;
         chunk_scales_[k] = part + l.x_bytes;

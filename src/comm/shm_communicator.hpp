@@ -69,6 +69,7 @@ class ShmCommunicator final : public Communicator {
     std::atomic<uint64_t> consumed;  // steps this rank has finished reading
     std::atomic<uint32_t> state;     // kState*
     std::atomic<int32_t> pid;
+    std::atomic<uint64_t> pid_ns;  // inode of its pid namespace: pids compare only within one
     CallDescriptor desc[2];          // the descriptor of step g lives in desc[g % 2]
   };
   struct Header {
@@ -102,6 +103,7 @@ class ShmCommunicator final : public Communicator {
   bool valid_ = false;
   bool broken_ = false;
   bool abandoned_ = false;
+  uint64_t pid_ns_ = 0;  // this process's pid namespace (0: unknown)
   std::string broken_reason_;
   uint64_t next_step_ = 0;
   std::vector<const uint8_t*> chunk_x_, chunk_scales_;
