@@ -15,3 +15,6 @@ if [ "${QCOLL_SKIP_PYTHON:-0}" != 1 ]; then
   # Exit status 5 (no test collected) fails too, like every other non-zero status.
   "$PYTHON" -m pytest -q -p no:cacheprovider python/tests
 fi
+
+# Sanitizer builds (ASan+UBSan, TSan) and short fuzz runs; QCOLL_SANITIZERS=0 skips them.
+scripts/test-sanitizers.sh

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sanitizer builds and short fuzz runs (called by scripts/test.sh; QCOLL_SANITIZERS=0 skips).
+#   build-asan: clang, -O1, AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer),
+#               every test, example and the libFuzzer targets; runs ctest, then scripts/fuzz.sh
+#               (FUZZ_SECONDS each, default 60).
+#   build-tsan: clang, -O1, ThreadSanitizer; only the tests of code that runs on several
+#               threads (thread transport, operators, worker pool, faults, soak).
+# Both builds skip the benchmarks. Timings of each step are printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${QCOLL_SANITIZERS:-1}" = "0" ]; then echo "sanitizers: skipped (QCOLL_SANITIZERS=0)"; exit 0; fi
+CC_BIN=${SANITIZER_CC:-clang-14}
+CXX_BIN=${SANITIZER_CXX:-clang++-14}
+JOBS=${SANITIZER_JOBS:-2}
+LEAN=(-G Ninja -DCMAKE_BUILD_TYPE=None "-DCMAKE_C_FLAGS=-O1 -gline-tables-only"
+      "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only" -DCMAKE_C_COMPILER="$CC_BIN"
+      -DCMAKE_CXX_COMPILER="$CXX_BIN" -DQCOLL_BUILD_BENCH=OFF)
+timings=()
+step() {  # step NAME COMMAND...: runs it, records its wall time
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "== sanitizers: $name"
+  "$@"
+  timings+=("$name: $((SECONDS - t0)) s")
+}
+
+# --- ASan + UBSan ------------------------------------------------------------------------
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0}
+step "asan configure" cmake -S . -B build-asan "${LEAN[@]}" -DQCOLL_SANITIZE=address,undefined \
+  -DQCOLL_BUILD_FUZZ=ON >/dev/null
+step "asan build" nice cmake --build build-asan -j "$JOBS"
+step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900
+step "fuzz" scripts/fuzz.sh build-asan
+
+# --- TSan --------------------------------------------------------------------------------
+tsan_tests=()
+for t in test_kernels test_thread_group test_ops test_ops_threads test_api test_faults_threads test_soak; do
+  [ -f "tests/$t.cpp" ] && tsan_tests+=("$t")
+done
+step "tsan configure" cmake -S . -B build-tsan "${LEAN[@]}" -DQCOLL_SANITIZE=thread \
+  -DQCOLL_BUILD_EXAMPLES=OFF -DQCOLL_WITH_MPI=OFF >/dev/null
+step "tsan build" nice cmake --build build-tsan -j "$JOBS" --target "${tsan_tests[@]}"
+run_tsan() {
+  local t
+  for t in "${tsan_tests[@]}"; do
+    echo "-- tsan: $t"
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/sanitizers/tsan.supp" \
+      QCOLL_SOURCE_DIR="$PWD" "build-tsan/tests/$t" --gtest_brief=1
+  done
+}
+step "tsan tests" run_tsan
+
+echo "sanitizers: all passed"
+printf '  %s\n' "${timings[@]}"
