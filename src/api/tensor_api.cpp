@@ -1,6 +1,7 @@
 // qcollCreateTensor & co.: describe a tensor the way aclCreateTensor does. The arguments
 // are checked and copied here; whether the operators accept the tensor (dtype, shape,
 // contiguity) is decided by their phase one.
+#include <cstring>
 #include <string>
 
 #include "api/handles.hpp"
@@ -33,8 +34,8 @@ bool check_dims(const char* param, const int64_t* dims, uint64_t n, std::string*
   return true;
 }
 
-qcollTensor* create(const int64_t* viewDims, uint64_t viewDimsNum, qcollDataType dataType,
-                    const int64_t* stride, int64_t offset, qcollFormat format,
+qcollTensor* create(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType,
+                    const int64_t* stride, int64_t offset, int32_t format,
                     const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
   std::string err;
   if (!check_dims("viewDims", viewDims, viewDimsNum, &err)) return fail(err);
@@ -42,28 +43,23 @@ qcollTensor* create(const int64_t* viewDims, uint64_t viewDimsNum, qcollDataType
   if (offset < 0) return fail("offset: must be >= 0, got " + std::to_string(offset));
   auto t = std::make_unique<qcollTensor>();
   auto& d = t->desc;
-  d.dtype = static_cast<int32_t>(dataType);
+  d.dtype = dataType;
   d.dims.assign(viewDims, viewDims + viewDimsNum);
   if (stride != nullptr)
     d.strides.assign(stride, stride + viewDimsNum);
   else
     d.strides = qcoll::ops::contiguous_strides(d.dims);
   d.offset = offset;
-  d.format = static_cast<int32_t>(format);
+  d.format = format;
   if (storageDimsNum > 0) d.storage_dims.assign(storageDims, storageDims + storageDimsNum);
   d.data = tensorData;
   qcoll::api::set_message("");
   return t.release();
 }
 
-}  // namespace
-
-extern "C" {
-
-qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
-                               qcollDataType dataType, const int64_t* stride, int64_t offset,
-                               qcollFormat format, const int64_t* storageDims,
-                               uint64_t storageDimsNum, void* tensorData) {
+qcollTensor* create_guarded(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType,
+                           const int64_t* stride, int64_t offset, int32_t format,
+                           const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
   try {
     return create(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
                   storageDimsNum, tensorData);
@@ -74,11 +70,35 @@ qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
   }
 }
 
+}  // namespace
+
+extern "C" {
+
+// A C caller may pass any int as an enum; in C++ loading an enum object that holds a value
+// outside the enumerators' range is undefined (UBSan: "load of invalid value"). So the enum
+// parameters are only ever read as plain integers (memcpy); phase one reports unknown values.
+static_assert(sizeof(qcollDataType) == sizeof(int32_t) && sizeof(qcollFormat) == sizeof(int32_t));
+#define QCOLL_RAW_ENUM(name) \
+  int32_t raw_##name;        \
+  std::memcpy(&raw_##name, &name, sizeof raw_##name)
+
+qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
+                               qcollDataType dataType, const int64_t* stride, int64_t offset,
+                               qcollFormat format, const int64_t* storageDims,
+                               uint64_t storageDimsNum, void* tensorData) {
+  QCOLL_RAW_ENUM(dataType);
+  QCOLL_RAW_ENUM(format);
+  return create_guarded(viewDims, viewDimsNum, raw_dataType, stride, offset, raw_format, storageDims,
+                        storageDimsNum, tensorData);
+}
+
 qcollTensor* qcollCreateContiguousTensor(const int64_t* dims, uint64_t dimsNum,
                                          qcollDataType dataType, void* tensorData) {
-  return qcollCreateTensor(dims, dimsNum, dataType, nullptr, 0, QCOLL_FORMAT_ND, dims, dimsNum,
-                           tensorData);
+  QCOLL_RAW_ENUM(dataType);
+  return create_guarded(dims, dimsNum, raw_dataType, nullptr, 0, QCOLL_FORMAT_ND, dims, dimsNum,
+                        tensorData);
 }
+#undef QCOLL_RAW_ENUM
 
 qcollStatus qcollDestroyTensor(const qcollTensor* tensor) {
   delete tensor;

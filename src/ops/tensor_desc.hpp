@@ -21,7 +21,8 @@ struct TensorDesc {
 
 // "[8, 1024]"
 std::string shape_string(const std::vector<int64_t>& dims);
-// Row-major strides of a contiguous tensor of this shape.
+// Row-major strides of a contiguous tensor of this shape (saturating at INT64_MAX where the
+// product of dimensions overflows).
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims);
 
 }  // namespace qcoll::ops

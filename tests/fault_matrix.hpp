@@ -1,0 +1,201 @@
+// Shared pieces of the fault-matrix tests: what one rank does in a case, what it observed,
+// and the table row printed per case (the note's "case x transport -> status, time").
+#pragma once
+#include <dirent.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops_reference.hpp"
+#include "qcoll/qcoll.h"
+
+namespace faults {
+
+constexpr uint8_t kSentinel = 0xA5;
+
+// One rank's call in a case: a valid default call, with the deviations a case asks for.
+struct RankCall {
+  bool reduce_scatter = true;
+  qcollDataType x_dtype = QCOLL_DT_FLOAT8_E4M3FN;
+  qcollDataType scales_dtype = QCOLL_DT_FLOAT;
+  qcollDataType out_dtype = QCOLL_DT_BFLOAT16;
+  int64_t rows = 16;         // BS
+  int64_t H = 1024;
+  std::string group;         // the group's name by default
+  bool null_x = false;       // phase one: x tensor pointer null
+  bool pass_stream = false;  // phase two: non-null stream (PARAM_INVALID there)
+  bool wrong_phase_two = false;  // runs the other operator's phase two on its executor
+  bool destroy_instead = false;  // releases its executor instead of running it
+  bool absent = false;       // never calls at all
+};
+
+// What a rank observed.
+struct RankResult {
+  bool called = false;
+  qcollStatus status = QCOLL_SUCCESS;
+  std::string message;
+  double seconds = 0;
+  bool output_untouched = true;   // every output byte still the sentinel
+  bool output_correct = false;    // equals the reference (success cases)
+};
+
+// Deterministic input of `rank` for a call: x bytes and scales bytes.
+inline std::vector<uint8_t> make_x(int rank, const RankCall& c, uint32_t seed) {
+  std::mt19937 g(seed * 131u + static_cast<uint32_t>(rank));
+  std::vector<uint8_t> x(static_cast<std::size_t>(c.rows * c.H));
+  for (auto& b : x) {
+    b = static_cast<uint8_t>(g());
+    if (c.x_dtype == QCOLL_DT_FLOAT8_E4M3FN && (b & 0x7F) == 0x7F) b ^= 1;  // no NaN inputs
+  }
+  return x;
+}
+inline std::vector<uint8_t> make_scales(int rank, const RankCall& c, uint32_t seed) {
+  std::mt19937 g(seed * 977u + static_cast<uint32_t>(rank));
+  const bool mx = c.scales_dtype == QCOLL_DT_FLOAT8_E8M0;
+  const std::size_t count = static_cast<std::size_t>(c.rows * c.H / (mx ? 32 : 128));
+  std::vector<uint8_t> s(count * (mx ? 1 : 4));
+  for (std::size_t i = 0; i < count; ++i) {
+    if (mx) {
+      s[i] = static_cast<uint8_t>(120 + g() % 10);
+    } else {
+      const float v = std::ldexp(1.0f + static_cast<float>(g() % 256) / 256.0f, -static_cast<int>(g() % 8));
+      std::memcpy(s.data() + 4 * i, &v, 4);
+    }
+  }
+  return s;
+}
+inline std::vector<int64_t> scales_shape(const RankCall& c) {
+  if (c.scales_dtype == QCOLL_DT_FLOAT8_E8M0) return {c.rows, c.H / 64, 2};
+  return {c.rows, c.H / 128};
+}
+inline std::vector<int64_t> out_shape(const RankCall& c, int n) {
+  if (c.reduce_scatter) return {c.rows / n, c.H};
+  return {c.rows, c.H};
+}
+inline std::size_t out_bytes(const RankCall& c, int n) {
+  const std::size_t elem = c.out_dtype == QCOLL_DT_FLOAT ? 4 : 2;
+  auto s = out_shape(c, n);
+  return static_cast<std::size_t>(s[0] * s[1]) * elem;
+}
+
+// The reference result of rank r when every rank made call c with seed's inputs.
+inline std::vector<uint8_t> reference_output(const RankCall& c, int n, int r, uint32_t seed) {
+  std::vector<std::vector<uint8_t>> xs, ss;
+  for (int k = 0; k < n; ++k) {
+    xs.push_back(make_x(k, c, seed));
+    ss.push_back(make_scales(k, c, seed));
+  }
+  const auto xdt = static_cast<qcoll::DType>(c.x_dtype);
+  const auto sdt = static_cast<qcoll::DType>(c.scales_dtype);
+  const auto odt = static_cast<qcoll::DType>(c.out_dtype);
+  const std::size_t H = static_cast<std::size_t>(c.H), rows = static_cast<std::size_t>(c.rows);
+  if (c.reduce_scatter) return ref::reduce_rows(xdt, sdt, odt, xs, ss, H, r * rows / n, rows / n);
+  return ref::reduce_rows(xdt, sdt, odt, xs, ss, H, 0, rows);
+}
+
+// Runs rank `rank`'s part of a case on the calling thread (which joined the group, or is
+// the process of a process-per-rank transport). Measures phase one to the last return.
+inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string& group, uint32_t seed) {
+  RankResult res;
+  if (c.absent) return res;
+  res.called = true;
+  std::vector<uint8_t> x = make_x(rank, c, seed), s = make_scales(rank, c, seed);
+  std::vector<uint8_t> out(out_bytes(c, n), kSentinel);
+  const std::vector<int64_t> xsh = {c.rows, c.H}, ssh = scales_shape(c), osh = out_shape(c, n);
+  qcollTensor* tx = c.null_x ? nullptr : qcollCreateContiguousTensor(xsh.data(), 2, c.x_dtype, x.data());
+  qcollTensor* ts = qcollCreateContiguousTensor(ssh.data(), ssh.size(), c.scales_dtype, s.data());
+  qcollTensor* to = qcollCreateContiguousTensor(osh.data(), 2, c.out_dtype, out.data());
+  const std::string name = c.group.empty() ? group : c.group;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t ws = 0;
+  qcollOpExecutor* e = nullptr;
+  qcollStatus st = c.reduce_scatter
+                       ? qcollQuantReduceScatterGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e)
+                       : qcollQuantAllReduceGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e);
+  if (st == QCOLL_SUCCESS) {
+    std::vector<uint8_t> w(ws);
+    void* wp = ws ? w.data() : nullptr;
+    qcollStream stream = c.pass_stream ? reinterpret_cast<qcollStream>(&w) : nullptr;
+    if (c.destroy_instead) {
+      st = qcollDestroyExecutor(e);
+    } else {
+      const bool rs = c.reduce_scatter != c.wrong_phase_two;
+      st = rs ? qcollQuantReduceScatter(wp, ws, e, stream) : qcollQuantAllReduce(wp, ws, e, stream);
+    }
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.status = st;
+  res.message = st == QCOLL_SUCCESS ? "" : qcollGetRecentErrMsg();
+  for (uint8_t b : out)
+    if (b != kSentinel) res.output_untouched = false;
+  if (st == QCOLL_SUCCESS && !c.destroy_instead) {
+    const auto want = reference_output(c, n, rank, seed);
+    const auto odt = static_cast<qcoll::DType>(c.out_dtype);
+    const std::size_t osz = qcoll::dtype_size(odt);
+    res.output_correct = want.size() == out.size();
+    for (std::size_t i = 0; res.output_correct && i < out.size(); i += osz)
+      res.output_correct = ref::same_result(odt, out.data() + i, want.data() + i);
+  }
+  qcollDestroyTensor(tx);
+  qcollDestroyTensor(ts);
+  qcollDestroyTensor(to);
+  return res;
+}
+
+// Threads of this process (/proc/self/task entries).
+inline int thread_count() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// Names of /dev/shm entries starting with "qcoll".
+inline std::set<std::string> qcoll_shm_segments() {
+  std::set<std::string> s;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, "qcoll", 5) == 0) s.insert(e->d_name);
+    closedir(d);
+  }
+  return s;
+}
+
+// "RUNTIME_ERROR x3, PARAM_INVALID (r2)" style summary and the slowest surviving rank.
+inline std::string summarize(const std::vector<RankResult>& rs, double* max_seconds) {
+  std::string out;
+  *max_seconds = 0;
+  for (std::size_t r = 0; r < rs.size(); ++r) {
+    if (!rs[r].called) {
+      out += (out.empty() ? "" : ", ") + std::string("r") + std::to_string(r) + " absent";
+      continue;
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%sr%zu %s %.2fs", out.empty() ? "" : ", ", r,
+                  qcollStatusName(rs[r].status), rs[r].seconds);
+    out += buf;
+    if (rs[r].seconds > *max_seconds) *max_seconds = rs[r].seconds;
+  }
+  return out;
+}
+
+// One table row on stdout: | case | transport | per-rank status and time | slowest |
+inline void print_row(const std::string& transport, const std::string& name,
+                      const std::vector<RankResult>& rs) {
+  double mx = 0;
+  const std::string s = summarize(rs, &mx);
+  std::printf("FAULT-MATRIX | %s | %s | %s | %.2f s |\n", name.c_str(), transport.c_str(), s.c_str(), mx);
+  std::fflush(stdout);
+}
+
+}  // namespace faults

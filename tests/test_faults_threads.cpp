@@ -1,0 +1,240 @@
+// Fault matrix of the thread transport: a fault on one rank of a 4-rank thread group, and
+// what every rank observes. For every case: each rank that called returns a status and a
+// message within its bound (fast failures well before QCOLL_TIMEOUT_S, missing peers within
+// QCOLL_TIMEOUT_S plus a margin), no output byte is written, no thread is left behind, no
+// /dev/shm/qcoll* segment appears. Each case prints one "FAULT-MATRIX | case | threads |
+// per-rank status and time | slowest |" row. ("A process killed mid-call" does not apply:
+// ranks are threads of one process.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fault_matrix.hpp"
+#include "ops_harness.hpp"
+
+namespace {
+
+using faults::RankCall;
+using faults::RankResult;
+
+constexpr int kRanks = 4;
+// Fast-failure cases run with a long timeout and must end far below it: they cannot have
+// relied on the timeout. Missing-peer cases run with a short one.
+constexpr double kLongTimeout = 30.0;
+constexpr double kFastBound = 10.0;
+constexpr double kShortTimeout = 1.5;
+constexpr double kMargin = 3.0;  // scheduling slack on a loaded 2-core machine under sanitizers
+
+void set_timeout(double s) { setenv("QCOLL_TIMEOUT_S", std::to_string(s).c_str(), 1); }
+
+class FaultsThreads : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Warm up: the kernel worker pool starts its threads on first use and keeps them.
+    harness::Group g(kRanks);
+    std::vector<RankResult> rs(kRanks);
+    g.run([&](int r) { rs[r] = faults::run_rank(r, kRanks, RankCall{}, g.name(), 1); });
+    for (auto& r : rs) ASSERT_EQ(r.status, QCOLL_SUCCESS) << r.message;
+    threads_before_ = faults::thread_count();
+    shm_before_ = faults::qcoll_shm_segments();
+  }
+  void TearDown() override {
+    unsetenv("QCOLL_TIMEOUT_S");
+    EXPECT_EQ(faults::thread_count(), threads_before_) << "threads left behind";
+    EXPECT_EQ(faults::qcoll_shm_segments(), shm_before_) << "shm segments left behind";
+  }
+
+  // Runs one call per rank (calls[r]) on group g; prints the row.
+  std::vector<RankResult> run_case(harness::Group& g, const std::string& name,
+                                   const std::vector<RankCall>& calls, uint32_t seed = 7) {
+    std::vector<RankResult> rs(kRanks);
+    g.run([&](int r) { rs[r] = faults::run_rank(r, kRanks, calls[r], g.name(), seed); });
+    faults::print_row("threads", name, rs);
+    return rs;
+  }
+
+  // Every rank that called failed: `faulty` with faulty_status, the others RUNTIME_ERROR,
+  // all with a message, no output written, each within `bound` seconds (and, when
+  // min_seconds > 0, not before it: they waited for the timeout).
+  void expect_all_failed(const std::vector<RankResult>& rs, int faulty, qcollStatus faulty_status,
+                         double bound, double min_seconds = 0) {
+    for (int r = 0; r < kRanks; ++r) {
+      const RankResult& x = rs[r];
+      if (!x.called) continue;
+      SCOPED_TRACE("rank " + std::to_string(r) + ": " + x.message);
+      EXPECT_EQ(x.status, r == faulty ? faulty_status : QCOLL_RUNTIME_ERROR);
+      EXPECT_FALSE(x.message.empty());
+      EXPECT_TRUE(x.output_untouched) << "output written by a failed call";
+      EXPECT_LE(x.seconds, bound);
+      if (r != faulty) EXPECT_GE(x.seconds, min_seconds);
+    }
+  }
+
+  void expect_success(const std::vector<RankResult>& rs) {
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_EQ(rs[r].status, QCOLL_SUCCESS) << "rank " << r << ": " << rs[r].message;
+      EXPECT_TRUE(rs[r].output_correct) << "rank " << r;
+    }
+  }
+
+  int threads_before_ = 0;
+  std::set<std::string> shm_before_;
+};
+
+std::vector<RankCall> all_same(const RankCall& c = RankCall{}) { return std::vector<RankCall>(kRanks, c); }
+
+TEST_F(FaultsThreads, InvalidInputOnOneRank) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[2].H = 1000;  // rule 7 on rank 2 only
+  auto rs = run_case(g, "invalid input on one rank (H=1000 on r2)", calls);
+  expect_all_failed(rs, 2, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_NE(rs[2].message.find("H must be a multiple of 128"), std::string::npos) << rs[2].message;
+  EXPECT_NE(rs[0].message.find("rank 2"), std::string::npos) << rs[0].message;
+}
+
+TEST_F(FaultsThreads, NullTensorOnOneRank) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[1].null_x = true;
+  auto rs = run_case(g, "null x on one rank (r1)", calls);
+  expect_all_failed(rs, 1, QCOLL_PARAM_NULLPTR, kFastBound);
+}
+
+TEST_F(FaultsThreads, DifferentShapesAcrossRanks) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[3].rows = 32;  // valid on its own
+  auto rs = run_case(g, "different shapes across ranks (BS 32 on r3)", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  EXPECT_NE(rs[0].message.find("disagree"), std::string::npos) << rs[0].message;
+}
+
+TEST_F(FaultsThreads, DifferentDtypesAcrossRanks) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[1].x_dtype = QCOLL_DT_FLOAT8_E5M2;
+  auto rs = run_case(g, "different x dtype across ranks (e5m2 on r1)", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  calls = all_same();
+  calls[0].out_dtype = QCOLL_DT_FLOAT16;
+  rs = run_case(g, "different output dtype across ranks (fp16 on r0)", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+}
+
+TEST_F(FaultsThreads, OneRankCallsTheOtherOperator) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[2].reduce_scatter = false;
+  auto rs = run_case(g, "one rank calls the other operator (AllReduce on r2)", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+}
+
+TEST_F(FaultsThreads, PhaseTwoMisuseOnOneRank) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[1].pass_stream = true;
+  auto rs = run_case(g, "phase two: non-null stream on one rank (r1)", calls);
+  expect_all_failed(rs, 1, QCOLL_PARAM_INVALID, kFastBound);
+  calls = all_same();
+  calls[3].wrong_phase_two = true;
+  rs = run_case(g, "phase two: the other operator's run function on one rank (r3)", calls);
+  expect_all_failed(rs, 3, QCOLL_PARAM_INVALID, kFastBound);
+}
+
+TEST_F(FaultsThreads, OneRankNeverArrives) {
+  set_timeout(kShortTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[3].absent = true;
+  auto rs = run_case(g, "one rank never arrives (r3)", calls);
+  expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+  EXPECT_NE(rs[0].message.find("timed out"), std::string::npos) << rs[0].message;
+}
+
+TEST_F(FaultsThreads, OneRankNamesAnUnknownGroup) {
+  // Its group does not resolve, so it cannot tell its peers: they wait for the timeout.
+  set_timeout(kShortTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[0].group = "no-such-group";
+  auto rs = run_case(g, "unknown group name on one rank (r0)", calls);
+  expect_all_failed(rs, 0, QCOLL_PARAM_INVALID, kShortTimeout + kMargin);
+  for (int r = 1; r < kRanks; ++r) EXPECT_GE(rs[r].seconds, kShortTimeout * 0.9);
+}
+
+TEST_F(FaultsThreads, OneRankDestroysItsExecutor) {
+  // qcollDestroyExecutor does not take part in the call: the peers wait for the timeout.
+  set_timeout(kShortTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[2].destroy_instead = true;
+  auto rs = run_case(g, "one rank destroys its executor instead of running it (r2)", calls);
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == 2) continue;
+    EXPECT_EQ(rs[r].status, QCOLL_RUNTIME_ERROR) << rs[r].message;
+    EXPECT_LE(rs[r].seconds, kShortTimeout + kMargin);
+    EXPECT_TRUE(rs[r].output_untouched);
+  }
+  EXPECT_TRUE(rs[2].output_untouched);
+}
+
+TEST_F(FaultsThreads, CallAfterAFastFailureWorks) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same();
+  calls[1].x_dtype = QCOLL_DT_FLOAT8_E5M2;
+  auto rs = run_case(g, "mismatch, then", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  rs = run_case(g, "call after a failed call (mismatch): same group", all_same(), 11);
+  expect_success(rs);
+  // An invalid input on one rank, then an all-reduce on the same group.
+  calls = all_same();
+  calls[0].H = 1000;
+  rs = run_case(g, "invalid input, then", calls);
+  expect_all_failed(rs, 0, QCOLL_PARAM_INVALID, kFastBound);
+  RankCall ar;
+  ar.reduce_scatter = false;
+  ar.scales_dtype = QCOLL_DT_FLOAT8_E8M0;
+  rs = run_case(g, "call after a failed call (invalid input): same group", all_same(ar), 12);
+  expect_success(rs);
+}
+
+TEST_F(FaultsThreads, CallAfterATimeoutSaysTheGroupIsBroken) {
+  set_timeout(kShortTimeout);
+  std::string name;
+  {
+    harness::Group g(kRanks);
+    name = g.name();
+    auto calls = all_same();
+    calls[2].absent = true;
+    auto rs = run_case(g, "timeout, then", calls);
+    expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+    rs = run_case(g, "call after a timeout: same group", all_same());
+    expect_all_failed(rs, -1, 0, kFastBound);  // at once, not after another timeout
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_LE(rs[r].seconds, kShortTimeout * 0.5) << "rank " << r;
+      // Says why it cannot work: the group is unusable/broken since the timeout.
+      EXPECT_TRUE(rs[r].message.find("broken") != std::string::npos ||
+                  rs[r].message.find("unusable") != std::string::npos)
+          << rs[r].message;
+      EXPECT_NE(rs[r].message.find("timed out"), std::string::npos) << rs[r].message;
+    }
+  }
+  // The name is free again once the group is destroyed; a new group works.
+  harness::Group g2(kRanks, name);
+  auto rs = run_case(g2, "call after a timeout: group destroyed and created again", all_same(), 13);
+  expect_success(rs);
+}
+
+}  // namespace
