@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -33,6 +34,7 @@ struct RankCall {
   bool wrong_phase_two = false;  // runs the other operator's phase two on its executor
   bool destroy_instead = false;  // releases its executor instead of running it
   bool absent = false;       // never calls at all
+  std::function<void()> on_call_start;  // runs right before phase one (after inputs are made)
 };
 
 // What a rank observed.
@@ -113,6 +115,7 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
   qcollTensor* to = qcollCreateContiguousTensor(osh.data(), 2, c.out_dtype, out.data());
   const std::string name = c.group.empty() ? group : c.group;
 
+  if (c.on_call_start) c.on_call_start();
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t ws = 0;
   qcollOpExecutor* e = nullptr;

@@ -1,8 +1,8 @@
 // Fault matrix of the thread transport: a fault on one rank of a 4-rank thread group, and
 // what every rank observes. For every case: each rank that called returns a status and a
 // message within its bound (fast failures well before QCOLL_TIMEOUT_S, missing peers within
-// QCOLL_TIMEOUT_S plus a margin), no output byte is written, no thread is left behind, no
-// /dev/shm/qcoll* segment appears. Each case prints one "FAULT-MATRIX | case | threads |
+// QCOLL_TIMEOUT_S plus a margin), no output byte is written, no thread is left behind (the
+// thread transport uses no shared-memory segment; leaks are LeakSanitizer's job in build-asan). Each case prints one "FAULT-MATRIX | case | threads |
 // per-rank status and time | slowest |" row. ("A process killed mid-call" does not apply:
 // ranks are threads of one process.)
 #include <gtest/gtest.h>
@@ -40,12 +40,10 @@ class FaultsThreads : public ::testing::Test {
     g.run([&](int r) { rs[r] = faults::run_rank(r, kRanks, RankCall{}, g.name(), 1); });
     for (auto& r : rs) ASSERT_EQ(r.status, QCOLL_SUCCESS) << r.message;
     threads_before_ = faults::thread_count();
-    shm_before_ = faults::qcoll_shm_segments();
   }
   void TearDown() override {
     unsetenv("QCOLL_TIMEOUT_S");
     EXPECT_EQ(faults::thread_count(), threads_before_) << "threads left behind";
-    EXPECT_EQ(faults::qcoll_shm_segments(), shm_before_) << "shm segments left behind";
   }
 
   // Runs one call per rank (calls[r]) on group g; prints the row.
@@ -70,7 +68,9 @@ class FaultsThreads : public ::testing::Test {
       EXPECT_FALSE(x.message.empty());
       EXPECT_TRUE(x.output_untouched) << "output written by a failed call";
       EXPECT_LE(x.seconds, bound);
-      if (r != faulty) EXPECT_GE(x.seconds, min_seconds);
+      if (r != faulty) {
+        EXPECT_GE(x.seconds, min_seconds);
+      }
     }
   }
 
@@ -82,7 +82,6 @@ class FaultsThreads : public ::testing::Test {
   }
 
   int threads_before_ = 0;
-  std::set<std::string> shm_before_;
 };
 
 std::vector<RankCall> all_same(const RankCall& c = RankCall{}) { return std::vector<RankCall>(kRanks, c); }

@@ -1,0 +1,280 @@
+// Fault matrix of the shared-memory transport without MPI: the ranks are forked processes
+// sharing one segment (as tests/test_shm_transport.cpp sets it up), each calling the
+// operators through the C API on a communicator registered for its process. One rank
+// misbehaves per case; every child reports what it observed through a pipe. Checked as in
+// test_faults_threads.cpp (status, message, time bound, output untouched, results right
+// after recovery), plus: a rank SIGKILLed in the middle of a call, and no /dev/shm/qcoll*
+// segment left behind. Prints one "FAULT-MATRIX | case | shm | ... |" row per case.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/registry.hpp"
+#include "comm/shm_communicator.hpp"
+#include "comm/shm_segment.hpp"
+#include "fault_matrix.hpp"
+
+namespace {
+
+using faults::RankCall;
+using faults::RankResult;
+using namespace qcoll::comm;
+
+constexpr int kRanks = 4;
+constexpr double kLongTimeout = 30.0, kFastBound = 10.0, kShortTimeout = 2.0, kMargin = 3.0;
+constexpr int kKillDelayMsDefault = 100;
+constexpr std::size_t kWindow = 4u << 20;  // HCCL_BUFFSIZE-like window per rank: 4 MB
+
+// What a child sends back per call.
+struct Report {
+  int called = 0;
+  int status = 0;
+  double seconds = 0;
+  int untouched = 1, correct = 0;
+  char message[400] = {};
+};
+
+// A rank's behaviour in a case: its calls in order (one RankCall per call), and
+// how long it stays alive after them.
+struct RankPlan {
+  std::vector<RankCall> calls;
+  int linger_ms = 0;  // stays alive this long after its calls (a rank that never arrives)
+};
+
+// Forks kRanks processes; returns results[call][rank] (absent/killed ranks: called = false).
+std::vector<std::vector<RankResult>> run_processes(const std::vector<RankPlan>& plans, double timeout_s,
+                                                   uint32_t seed, std::vector<int>* exit_codes = nullptr) {
+  const int n = kRanks;
+  std::string name;
+  EXPECT_TRUE(random_shm_name(name).ok());
+  const std::size_t bytes = ShmCommunicator::segment_bytes(n, kWindow);
+  ShmMapping m;
+  EXPECT_TRUE(create_shm(name, bytes, m).ok());
+  ShmCommunicator::init_segment(m.data(), n, kWindow);
+  unlink_shm(name);
+  struct stat sb {};
+  EXPECT_NE(stat(("/dev/shm" + name).c_str(), &sb), 0) << name << " still in /dev/shm";
+  const std::size_t ncalls = plans[0].calls.size();
+  std::vector<int> fds;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    int p[2];
+    EXPECT_EQ(pipe(p), 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      setenv("QCOLL_TIMEOUT_S", std::to_string(timeout_s).c_str(), 1);
+      int code = 0;
+      {
+        auto c = std::make_shared<ShmCommunicator>("faults-shm", r, n, kWindow, ShmMapping(m.data(), m.bytes()));
+        if (!c->valid() || !register_for_process(c).ok()) _exit(90);
+        for (const RankCall& call : plans[r].calls) {
+          const RankResult res = faults::run_rank(r, n, call, "faults-shm", seed);
+          Report rep;
+          rep.called = res.called;
+          rep.status = res.status;
+          rep.seconds = res.seconds;
+          rep.untouched = res.output_untouched;
+          rep.correct = res.output_correct;
+          std::snprintf(rep.message, sizeof rep.message, "%s", res.message.c_str());
+          if (write(p[1], &rep, sizeof rep) != static_cast<ssize_t>(sizeof rep)) code = 91;
+        }
+        if (plans[r].linger_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(plans[r].linger_ms));
+        unregister_for_process("faults-shm");
+      }
+      _exit(code);
+    }
+    close(p[1]);
+    fds.push_back(p[0]);
+    pids.push_back(pid);
+  }
+  std::vector<std::vector<RankResult>> out(ncalls, std::vector<RankResult>(n));
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t k = 0; k < ncalls; ++k) {
+      Report rep;
+      if (read(fds[r], &rep, sizeof rep) != static_cast<ssize_t>(sizeof rep)) break;  // killed
+      RankResult& x = out[k][r];
+      x.called = rep.called;
+      x.status = rep.status;
+      x.seconds = rep.seconds;
+      x.output_untouched = rep.untouched;
+      x.output_correct = rep.correct;
+      x.message = rep.message;
+    }
+    close(fds[r]);
+  }
+  for (int r = 0; r < n; ++r) {
+    int st = 0;
+    waitpid(pids[r], &st, 0);
+    if (exit_codes) exit_codes->push_back(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+  }
+  return out;
+}
+
+std::vector<RankPlan> plans_of(const std::vector<RankCall>& first) {
+  std::vector<RankPlan> p(kRanks);
+  for (int r = 0; r < kRanks; ++r) p[r].calls = {first[r]};
+  return p;
+}
+std::vector<RankCall> all_same(const RankCall& c = RankCall{}) { return std::vector<RankCall>(kRanks, c); }
+
+void expect_all_failed(const std::vector<RankResult>& rs, int faulty, qcollStatus faulty_status, double bound,
+                       double min_seconds = 0) {
+  for (int r = 0; r < kRanks; ++r) {
+    const RankResult& x = rs[r];
+    if (!x.called) continue;
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + x.message);
+    EXPECT_EQ(x.status, r == faulty ? faulty_status : QCOLL_RUNTIME_ERROR);
+    EXPECT_FALSE(x.message.empty());
+    EXPECT_TRUE(x.output_untouched) << "output written by a failed call";
+    EXPECT_LE(x.seconds, bound);
+    if (r != faulty) {
+      EXPECT_GE(x.seconds, min_seconds);
+    }
+  }
+}
+
+// (Other processes may create qcoll segments meanwhile, e.g. MPI tests run in parallel: the
+// check is on this test's own segment name, in run_processes.)
+class FaultsShm : public ::testing::Test {};
+
+TEST_F(FaultsShm, InvalidInputOnOneRank) {
+  auto calls = all_same();
+  calls[2].H = 1000;
+  auto rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
+  faults::print_row("shm", "invalid input on one rank (H=1000 on r2)", rs);
+  expect_all_failed(rs, 2, QCOLL_PARAM_INVALID, kFastBound);
+}
+
+TEST_F(FaultsShm, DifferentShapesOrDtypesAcrossRanks) {
+  auto calls = all_same();
+  calls[3].rows = 32;
+  auto rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
+  faults::print_row("shm", "different shapes across ranks (BS 32 on r3)", rs);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  calls = all_same();
+  calls[1].x_dtype = QCOLL_DT_FLOAT8_E5M2;
+  rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
+  faults::print_row("shm", "different x dtype across ranks (e5m2 on r1)", rs);
+  expect_all_failed(rs, -1, 0, kFastBound);
+}
+
+TEST_F(FaultsShm, OneRankCallsTheOtherOperator) {
+  auto calls = all_same();
+  calls[2].reduce_scatter = false;
+  auto rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
+  faults::print_row("shm", "one rank calls the other operator (AllReduce on r2)", rs);
+  expect_all_failed(rs, -1, 0, kFastBound);
+}
+
+TEST_F(FaultsShm, OneRankNeverArrives) {
+  auto calls = all_same();
+  calls[3].absent = true;
+  auto plans = plans_of(calls);
+  plans[3].linger_ms = static_cast<int>((kShortTimeout + 2) * 1000);
+  auto rs = run_processes(plans, kShortTimeout, 7)[0];
+  faults::print_row("shm", "one rank never arrives (r3, alive)", rs);
+  expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+}
+
+// Rank 1 SIGKILLs itself `delay_ms` after every rank entered a large all-reduce through a
+// small window (many chunk steps; ranks count their arrival in a shared page): with a few
+// milliseconds it dies during the data movement. Every survivor must end cleanly:
+// RUNTIME_ERROR with the output untouched (or, had it already finished, the right result),
+// within the bound.
+void killed_mid_call(int delay_ms, const std::string& label) {
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* entered = new (page) std::atomic<int>(0);
+  RankCall big;
+  big.reduce_scatter = false;
+  big.rows = 2048;
+  big.H = 4096;
+  big.on_call_start = [entered] { entered->fetch_add(1); };
+  auto plans = plans_of(all_same(big));
+  plans[1].calls[0].on_call_start = [entered, delay_ms] {
+    entered->fetch_add(1);
+    std::thread([entered, delay_ms] {
+      while (entered->load() < kRanks) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      raise(SIGKILL);
+    }).detach();
+  };
+  std::vector<int> codes;
+  auto rs = run_processes(plans, kShortTimeout + 8, 7, &codes)[0];
+  munmap(page, 4096);
+  faults::print_row("shm", label, rs);
+  std::printf("%s: rank 0 says: %s\n", label.c_str(), rs[0].message.c_str());
+  EXPECT_EQ(codes[1], 100 + SIGKILL);
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == 1) continue;
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
+    ASSERT_TRUE(rs[r].called);
+    if (rs[r].status == QCOLL_SUCCESS) {
+      EXPECT_TRUE(rs[r].output_correct);
+    } else {
+      EXPECT_EQ(rs[r].status, QCOLL_RUNTIME_ERROR);
+      EXPECT_FALSE(rs[r].message.empty());
+      EXPECT_TRUE(rs[r].output_untouched);
+      EXPECT_LE(rs[r].seconds, kShortTimeout + 8 + kMargin);
+    }
+  }
+}
+
+TEST_F(FaultsShm, ProcessKilledAsTheCallStarts) {
+  killed_mid_call(0, "process killed as the call starts (SIGKILL r1, 8 MiB all-reduce)");
+}
+
+TEST_F(FaultsShm, ProcessKilledMidCall) {
+  // QCOLL_TEST_KILL_MS overrides the delay (to explore where the kill lands).
+  const char* env = std::getenv("QCOLL_TEST_KILL_MS");
+  const int kKillDelayMs = env ? std::atoi(env) : kKillDelayMsDefault;
+  killed_mid_call(kKillDelayMs, "process killed mid-call (SIGKILL r1 " + std::to_string(kKillDelayMs) +
+                                    " ms in, 8 MiB all-reduce, 4 MB window)");
+}
+
+TEST_F(FaultsShm, CallAfterAFailedCall) {
+  // Mismatch, then the same call on every rank: the communicator works again.
+  std::vector<RankPlan> plans(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    RankCall bad;
+    if (r == 1) bad.x_dtype = QCOLL_DT_FLOAT8_E5M2;
+    plans[r].calls = {bad, RankCall{}};
+  }
+  auto res = run_processes(plans, kLongTimeout, 11);
+  faults::print_row("shm", "mismatch, then", res[0]);
+  faults::print_row("shm", "call after a failed call (mismatch): same communicator", res[1]);
+  expect_all_failed(res[0], -1, 0, kFastBound);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
+    EXPECT_TRUE(res[1][r].output_correct);
+  }
+  // A timeout breaks the communicator: the next call says so at once.
+  for (int r = 0; r < kRanks; ++r) {
+    RankCall first;
+    first.absent = r == 3;
+    plans[r].calls = {first, RankCall{}};
+    plans[r].calls[1].absent = r == 3;
+    plans[r].linger_ms = r == 3 ? static_cast<int>((2 * kShortTimeout + 2) * 1000) : 0;
+  }
+  res = run_processes(plans, kShortTimeout, 12);
+  faults::print_row("shm", "timeout, then", res[0]);
+  faults::print_row("shm", "call after a timeout: same communicator", res[1]);
+  expect_all_failed(res[0], -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+  expect_all_failed(res[1], -1, 0, kShortTimeout * 0.5);  // at once: the communicator is broken
+}
+
+}  // namespace
