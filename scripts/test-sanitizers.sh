@@ -36,7 +36,7 @@ step "fuzz" scripts/fuzz.sh build-asan
 
 # --- TSan --------------------------------------------------------------------------------
 tsan_tests=()
-for t in test_kernels test_thread_group test_ops test_ops_threads test_api test_faults_threads test_soak; do
+for t in test_kernels test_ops_safety test_faults_threads test_soak; do
   [ -f "tests/$t.cpp" ] && tsan_tests+=("$t")
 done
 step "tsan configure" cmake -S . -B build-tsan "${LEAN[@]}" -DQCOLL_SANITIZE=thread \
@@ -47,7 +47,7 @@ run_tsan() {
   for t in "${tsan_tests[@]}"; do
     echo "-- tsan: $t"
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/sanitizers/tsan.supp" \
-      QCOLL_SOURCE_DIR="$PWD" "build-tsan/tests/$t" --gtest_brief=1
+      QCOLL_SOAK_CALLS=${QCOLL_TSAN_SOAK_CALLS:-3000} QCOLL_SOURCE_DIR="$PWD" "build-tsan/tests/$t" --gtest_brief=1
   done
 }
 step "tsan tests" run_tsan
