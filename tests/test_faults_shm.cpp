@@ -186,7 +186,7 @@ TEST_F(FaultsShm, OneRankNeverArrives) {
   auto plans = plans_of(calls);
   plans[3].linger_ms = static_cast<int>((kShortTimeout + 2) * 1000);
   auto rs = run_processes(plans, kShortTimeout, 7)[0];
-  faults::print_row("shm", "one rank never arrives (r3, alive)", rs);
+  faults::print_row("shm", "one rank never arrives (r3)", rs);
   expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
 }
 
@@ -255,8 +255,8 @@ TEST_F(FaultsShm, CallAfterAFailedCall) {
     plans[r].calls = {bad, RankCall{}};
   }
   auto res = run_processes(plans, kLongTimeout, 11);
-  faults::print_row("shm", "mismatch, then", res[0]);
-  faults::print_row("shm", "call after a failed call (mismatch): same communicator", res[1]);
+  faults::print_row("shm", "different x dtype across ranks (e5m2 on r1)", res[0]);
+  faults::print_row("shm", "call after a failed call (same communicator)", res[1]);
   expect_all_failed(res[0], -1, 0, kFastBound);
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
@@ -271,8 +271,8 @@ TEST_F(FaultsShm, CallAfterAFailedCall) {
     plans[r].linger_ms = r == 3 ? static_cast<int>((2 * kShortTimeout + 2) * 1000) : 0;
   }
   res = run_processes(plans, kShortTimeout, 12);
-  faults::print_row("shm", "timeout, then", res[0]);
-  faults::print_row("shm", "call after a timeout: same communicator", res[1]);
+  faults::print_row("shm", "one rank never arrives (r3)", res[0]);
+  faults::print_row("shm", "call after a timeout (same communicator)", res[1]);
   expect_all_failed(res[0], -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
   expect_all_failed(res[1], -1, 0, kShortTimeout * 0.5);  // at once: the communicator is broken
 }

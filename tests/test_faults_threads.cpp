@@ -193,19 +193,19 @@ TEST_F(FaultsThreads, CallAfterAFastFailureWorks) {
   harness::Group g(kRanks);
   auto calls = all_same();
   calls[1].x_dtype = QCOLL_DT_FLOAT8_E5M2;
-  auto rs = run_case(g, "mismatch, then", calls);
+  auto rs = run_case(g, "different x dtype across ranks (e5m2 on r1)", calls);
   expect_all_failed(rs, -1, 0, kFastBound);
-  rs = run_case(g, "call after a failed call (mismatch): same group", all_same(), 11);
+  rs = run_case(g, "call after a failed call (same communicator)", all_same(), 11);
   expect_success(rs);
   // An invalid input on one rank, then an all-reduce on the same group.
   calls = all_same();
   calls[0].H = 1000;
-  rs = run_case(g, "invalid input, then", calls);
+  rs = run_case(g, "invalid input on one rank (H=1000 on r0)", calls);
   expect_all_failed(rs, 0, QCOLL_PARAM_INVALID, kFastBound);
   RankCall ar;
   ar.reduce_scatter = false;
   ar.scales_dtype = QCOLL_DT_FLOAT8_E8M0;
-  rs = run_case(g, "call after a failed call (invalid input): same group", all_same(ar), 12);
+  rs = run_case(g, "call after a failed call, all-reduce MX (same communicator)", all_same(ar), 12);
   expect_success(rs);
 }
 
@@ -217,9 +217,9 @@ TEST_F(FaultsThreads, CallAfterATimeoutSaysTheGroupIsBroken) {
     name = g.name();
     auto calls = all_same();
     calls[2].absent = true;
-    auto rs = run_case(g, "timeout, then", calls);
+    auto rs = run_case(g, "one rank never arrives (r2)", calls);
     expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
-    rs = run_case(g, "call after a timeout: same group", all_same());
+    rs = run_case(g, "call after a timeout (same communicator)", all_same());
     expect_all_failed(rs, -1, 0, kFastBound);  // at once, not after another timeout
     for (int r = 0; r < kRanks; ++r) {
       EXPECT_LE(rs[r].seconds, kShortTimeout * 0.5) << "rank " << r;
@@ -232,7 +232,7 @@ TEST_F(FaultsThreads, CallAfterATimeoutSaysTheGroupIsBroken) {
   }
   // The name is free again once the group is destroyed; a new group works.
   harness::Group g2(kRanks, name);
-  auto rs = run_case(g2, "call after a timeout: group destroyed and created again", all_same(), 13);
+  auto rs = run_case(g2, "call after a timeout (communicator destroyed and created again)", all_same(), 13);
   expect_success(rs);
 }
 

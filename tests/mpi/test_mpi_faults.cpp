@@ -77,8 +77,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  const std::string transport = argc > 1 ? argv[1] : "shm";
-  setenv("QCOLL_TRANSPORT", transport.c_str(), 1);
+  const std::string transport_arg = argc > 1 ? argv[1] : "shm";
+  setenv("QCOLL_TRANSPORT", transport_arg.c_str(), 1);
+  // The table's column: "shm/mpirun" (set up over MPI) apart from test_faults_shm's "shm".
+  const std::string transport = transport_arg == "shm" ? "shm/mpirun" : transport_arg;
   setenv("HCCL_BUFFSIZE", "8", 1);
   const double kLong = 30, kFast = 10, kShort = 2, kMargin = 3;
   const int n = g_size;
@@ -104,7 +106,7 @@ int main(int argc, char** argv) {
   {
     RankCall call;
     if (g_rank == last) call.rows = 32;
-    fast_case("different shapes across ranks (BS 32 on the last rank)", call, -1, 0);
+    fast_case("different shapes across ranks (BS 32 on r" + std::to_string(last) + ")", call, -1, 0);
   }
   {
     RankCall call;
@@ -113,13 +115,13 @@ int main(int argc, char** argv) {
   }
   {
     RankCall call;
-    if (g_rank == last) call.reduce_scatter = false;
-    fast_case("one rank calls the other operator (AllReduce on the last rank)", call, -1, 0);
+    if (g_rank == 2 % n) call.reduce_scatter = false;
+    fast_case("one rank calls the other operator (AllReduce on r2)", call, -1, 0);
   }
   {
     RankCall call;
-    if (g_rank == 0) call.pass_stream = true;
-    fast_case("phase two: non-null stream on one rank (r0)", call, 0, QCOLL_PARAM_INVALID);
+    if (g_rank == 1) call.pass_stream = true;
+    fast_case("phase two: non-null stream on one rank (r1)", call, 1, QCOLL_PARAM_INVALID);
   }
   {
     // After those failures the communicator still works.
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
     call.reduce_scatter = false;
     call.scales_dtype = QCOLL_DT_FLOAT8_E8M0;
     RankResult r = run(call, 21);
-    report(transport, "call after failed calls: same communicator", r);
+    report(transport, "call after a failed call (same communicator)", r);
     check(r.status == QCOLL_SUCCESS, "after failures: " + r.message);
     check(r.output_correct, "after failures: wrong result");
   }
@@ -140,11 +142,11 @@ int main(int argc, char** argv) {
     RankCall call;
     call.absent = g_rank == last;
     RankResult r = run(call);
-    report(transport, "one rank never arrives (last rank, alive)", r);
+    report(transport, "one rank never arrives (r" + std::to_string(last) + ")", r);
     expect_failed(r, false, 0, kShort + kMargin, kShort * 0.9, "never arrives");
     MPI_Barrier(MPI_COMM_WORLD);
     RankResult again = run(RankCall{});
-    report(transport, "call after a timeout: same communicator", again);
+    report(transport, "call after a timeout (same communicator)", again);
     if (g_rank != last) {
       // The ranks that timed out know their communicator is broken: they fail at once.
       expect_failed(again, false, 0, kShort * 0.5, 0, "after a timeout");
@@ -166,7 +168,7 @@ int main(int argc, char** argv) {
     st = qcollMpiCommCreateWorld("faults", &c2);
     check(st == QCOLL_SUCCESS, std::string("create again: ") + qcollGetRecentErrMsg());
     RankResult r = run(RankCall{}, 22);
-    report(transport, "call after a timeout: communicator destroyed and created again", r);
+    report(transport, "call after a timeout (communicator destroyed and created again)", r);
     check(r.status == QCOLL_SUCCESS, "new communicator: " + r.message);
     check(r.output_correct, "new communicator: wrong result");
     qcollMpiCommDestroy(c2);

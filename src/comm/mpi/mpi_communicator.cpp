@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "comm/mpi/mpi_util.hpp"
 #include "comm/window_plan.hpp"
@@ -21,13 +23,23 @@ MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t wi
   slot_bytes_ = round_up(window_bytes_ / 2, kWindowPartAlign);
   MPI_Type_contiguous(static_cast<int>(kWindowPartAlign), MPI_BYTE, &block512_);
   MPI_Type_commit(&block512_);
-  desc_recv_.resize(nranks_);
+  desc_ = new CallDescriptor[static_cast<std::size_t>(nranks_) + 1]();
   chunk_x_.resize(nranks_);
   chunk_scales_.resize(nranks_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  if (broken_) return;  // pending requests may still reference comm_ and the buffers
+  if (broken_) {
+    // Pending requests (a timed-out MPI_Iallgather/Ialltoall) may still reference comm_,
+    // buffers_ and desc_, and a late peer's message may still land in them: keep them for
+    // the life of the process, reachable from here so that leak checkers do not report them.
+    static std::mutex kept_mu;
+    static auto* kept = new std::vector<void*>;
+    std::lock_guard<std::mutex> lk(kept_mu);
+    kept->push_back(buffers_);
+    kept->push_back(desc_);
+    return;
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
@@ -35,6 +47,7 @@ MpiCommunicator::~MpiCommunicator() {
     MPI_Comm_free(&comm_);
   }
   std::free(buffers_);
+  delete[] desc_;
 }
 
 std::size_t MpiCommunicator::max_chunk_rows(const ExchangeSpec& spec) const {
@@ -73,14 +86,14 @@ Status MpiCommunicator::wait(MPI_Request& req, Clock::time_point deadline, const
 Status MpiCommunicator::allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
                                               Clock::time_point deadline) {
   if (broken_) return broken_status();
-  desc_send_ = mine;
+  desc_[0] = mine;
   MPI_Request req = MPI_REQUEST_NULL;
-  Status s = check(MPI_Iallgather(&desc_send_, sizeof(CallDescriptor), MPI_BYTE, desc_recv_.data(),
+  Status s = check(MPI_Iallgather(&desc_[0], sizeof(CallDescriptor), MPI_BYTE, &desc_[1],
                                   sizeof(CallDescriptor), MPI_BYTE, comm_, &req),
                    "MPI_Iallgather");
   if (!s.ok()) return fail(std::move(s));
   if (s = wait(req, deadline, "agreeing on the call"); !s.ok()) return s;
-  all = desc_recv_;
+  all.assign(desc_ + 1, desc_ + 1 + nranks_);
   return Status::Ok();
 }
 

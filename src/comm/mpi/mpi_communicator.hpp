@@ -27,6 +27,8 @@ class MpiCommunicator final : public Communicator {
   // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set).
   MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes);
   ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return nranks_; }
@@ -62,8 +64,10 @@ class MpiCommunicator final : public Communicator {
   unsigned char* buffers_ = nullptr;  // 2 send slots, then 2 receive slots
   bool broken_ = false;
   std::string broken_reason_;
-  CallDescriptor desc_send_{};
-  std::vector<CallDescriptor> desc_recv_;
+  // The buffers of the descriptor all-gather: [0] sent, [1 .. n] received. Heap memory that
+  // is leaked, like buffers_, when the communicator is destroyed broken: a timed-out
+  // MPI_Iallgather stays pending and a late peer's message would still be written there.
+  CallDescriptor* desc_ = nullptr;
   std::vector<const uint8_t*> chunk_x_, chunk_scales_;
 };
 
