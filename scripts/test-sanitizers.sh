@@ -31,7 +31,14 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.su
 step "asan configure" cmake -S . -B build-asan "${LEAN[@]}" -DQCOLL_SANITIZE=address,undefined \
   -DQCOLL_BUILD_FUZZ=ON >/dev/null
 step "asan build" nice cmake --build build-asan -j "$JOBS"
-step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900
+# Programs that run Open MPI (under mpirun) are checked with leak detection off: Open MPI 4.1
+# leaks what MPI_Init allocates, from components it dlopen()s and unloads, so the leak
+# stacks end in "<unknown module>" and no suppression can name them. ASan (use-after-free,
+# overflows) and UBSan stay on for them; every other test runs with LeakSanitizer.
+MPI_TESTS='^mpi\.|^CliBench\.Mpi'
+step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E "$MPI_TESTS"
+step "asan ctest (MPI, no leak check)" env ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+  ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -R "$MPI_TESTS"
 step "fuzz" scripts/fuzz.sh build-asan
 
 # --- TSan --------------------------------------------------------------------------------
