@@ -113,7 +113,7 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
   const char* env = std::getenv("QCOLL_SOAK_CALLS");
   const long total = env ? std::atol(env) : 10000;
   ASSERT_GE(total, 30);
-  const long iterations = total / 3;  // one call on each of the three groups per iteration
+  const long iterations = (total + 2) / 3;  // one call on each of the three groups per iteration
   const long warm = iterations / 10;
 
   harness::Group A(4), B(2), C(2);
