@@ -55,6 +55,9 @@ class Communicator {
   virtual int size() const = 0;
   virtual const std::string& name() const = 0;
   virtual const char* transport() const = 0;  // "threads", "shm", "mpi"
+  // Ranks of this communicator that run on this host (they share its cores). Transports
+  // that cannot tell return size().
+  virtual int local_size() const { return size(); }
 
   // Bytes of the staging window per rank (HCCL_BUFFSIZE), or 0 when the transport reads
   // peers' buffers directly (then SPEC 3.4 rule 11 does not apply).

@@ -7,6 +7,7 @@
 #include "comm/registry.hpp"
 #include "kernels/dequant_reduce.hpp"
 #include "ops/agreement.hpp"
+#include "ops/rank_threads.hpp"
 #include "ops/timeout.hpp"
 
 namespace qcoll::ops {
@@ -67,7 +68,8 @@ Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
                                                 : dst;
   const int n = c.size();
   const ValidatedCall& vc = call_;
-  auto consume = [&vc, mine, H, osz, n](const comm::Chunk& chunk) -> Status {
+  const int threads = rank_threads(c.local_size());
+  auto consume = [&vc, mine, H, osz, n, threads](const comm::Chunk& chunk) -> Status {
     kernels::ReduceArgs a;
     a.x_dtype = vc.x_dtype;
     a.scales_dtype = vc.scales_dtype;
@@ -77,7 +79,7 @@ Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
     a.scales = chunk.scales;
     a.count = chunk.rows * H;
     a.out = mine + chunk.row_begin * H * osz;
-    kernels::dequant_reduce(a);
+    kernels::dequant_reduce_parallel(a, threads);
     return Status::Ok();
   };
   Status st = c.exchange(call_.exchange_spec(), consume, deadline);
