@@ -4,7 +4,7 @@
 //   - rel RMS   = ||dequant(quant(v)) - v||_2 / ||v||_2                 (one tensor)
 //   - max/amax  = max over elements of |dequant(quant(v)) - v| / amax(group of v)
 //   - sum rel RMS: the operator's view: n ranks each quantize their own tensor, the
-//     dequantized values are summed in fp32 in rank order (SPEC 4.3), compared with the
+//     dequantized values are summed in fp32 in rank order (contract.md §numerics-reduction), compared to the
 //     exact (fp64) sum of the unquantized fp32 inputs.
 // INT8 / E4M3 / E5M2 KG are measured the same way for comparison. Prints markdown tables.
 //

@@ -3,7 +3,7 @@
 // The input is a sequence of 6-byte records: [format][flags][4 bytes of a float, little-endian].
 // For each record:
 //   - encode of the float (both saturation modes) equals the value-nearest representable
-//     code, found here by a search over the format's sorted values, with the SPEC 5 tie
+//     code, found here by a search over the format's sorted values, with the §encoders tie
 //     rule (ties to even; HiF8 ties away from zero) and the overflow rule (decided after
 //     rounding, as if the format had one more binade);
 //   - saturating mode never turns a non-NaN into NaN, and NaN always stays NaN;
@@ -11,7 +11,7 @@
 //     (round trip of every finite code);
 //   - saturating encode is monotonic: consecutive records of one format keep their order.
 // FLOAT16 and BFLOAT16 are checked against reference decoders written here (bit formulas),
-// the 8-bit formats against the library's decode tables (which tests/ check against SPEC 4.1
+// the 8-bit formats against the library's decode tables (tests/ check them against contract.md §formats
 // tables). INT8 and E8M0 against formulas (round-half-even + clamp; frexp).
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// libFuzzer target: the operators' phase one (validation, SPEC 3.4) through the C API, on
+// libFuzzer target: the operators' phase one (contract.md §validation) through the C API, on
 // random shapes, strides, offsets, storage shapes, dtypes, null pointers, group names and
 // reduceOp strings; when phase one accepts and the buffers really hold the tensors, phase
 // two runs too.
@@ -10,9 +10,9 @@
 // other ranks had made the same call with the same data, so nothing can block. A real
 // thread group of size 1 (the C API) covers the size rule.
 //
-// Checked on every input: the status is one of SPEC 3.2's codes; a non-zero status leaves
+// Checked on every input: the status is a contract.md §status code; a non-zero status leaves
 // a message that names the parameter ("x: ...", "group: ..."); no executor is returned on
-// failure; the first rules hold in SPEC order (null tensor -> PARAM_NULLPTR; then reduceOp
+// failure; the first rules hold in contract order (null tensor -> PARAM_NULLPTR; then reduceOp
 // not "sum" -> PARAM_INVALID naming reduceOp; then an unknown or bad group -> PARAM_INVALID
 // naming group); an accepted call obeys the shape rules; phase two never writes past the
 // output.
@@ -332,7 +332,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (st != QCOLL_SUCCESS && st != QCOLL_PARAM_NULLPTR && st != QCOLL_PARAM_INVALID &&
       st != QCOLL_RUNTIME_ERROR && st != QCOLL_INNER_ERROR)
-    fail("status is not a SPEC 3.2 code", st);
+    fail("status is not a contract.md §status code", st);
   if (st != QCOLL_SUCCESS) {
     if (msg == nullptr || msg[0] == '\0') fail("no message for a non-zero status", st);
     if (!starts_with_any(msg, {"x:", "scales:", "output:", "group:", "reduceOp:", "workspaceSize:",
@@ -340,7 +340,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fail("the message does not start with the parameter's name", st);
     if (!null_exec_out && exec != nullptr) fail("an executor was returned with an error", st);
   }
-  // Rule order (SPEC 3.4): 1 null tensors, 2 reduceOp, 3 group.
+  // Rule order (contract.md §validation): 1 null tensors, 2 reduceOp, 3 group.
   const bool any_null = x.handle == nullptr || sc.handle == nullptr || out.handle == nullptr;
   const bool bad_reduce = reduce_op == nullptr || std::strcmp(reduce_op, "sum") != 0;
   if (any_null && st != QCOLL_PARAM_NULLPTR) fail("a null tensor must give PARAM_NULLPTR", st);

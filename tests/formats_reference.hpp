@@ -1,5 +1,5 @@
 // Independent reference definitions of the 8-bit formats, written for the tests from the
-// field definitions of SPEC 4.1 (and, for HiF8, from the paper's field structure:
+// field definitions of contract.md §formats (and, for HiF8, from the paper's field structure:
 // dot prefix -> exponent width). They never call the code under test.
 #pragma once
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Plain reference of SPEC 1/4 for the operator tests, written from the SPEC's formulas and
+// Plain reference of contract.md §operation / §numerics for the operator tests, from its formulas and
 // independent of the library: decoders, fp32 mul/add in rank order, RNE casts.
 #pragma once
 #include <bit>
@@ -33,7 +33,7 @@ inline float decode_e5m2(uint8_t b) {
 
 inline float decode_e8m0(uint8_t b) { return b == 0xFF ? NAN : pow2(static_cast<int>(b) - 127); }
 
-// SPEC 4.1 HiF8 table.
+// contract.md §formats-hifloat8 table.
 inline float decode_hif8(uint8_t b) {
   if (b == 0x00) return 0.0f;
   if (b == 0x80) return NAN;

@@ -1,4 +1,4 @@
-// Independent references for the quantizer tests, written from SPEC 4.1 / 5 only: decoders
+// Independent references for the quantizer tests, from contract.md §formats / §quantizers only: decoders
 // from the bit-field formulas, and saturating encoders that pick the nearest finite code by
 // brute force over all 256 codes. They share no code with src/.
 #pragma once
@@ -34,7 +34,7 @@ inline double decode_e5m2(uint8_t b) {
   return s * (1.0 + m / 4.0) * std::ldexp(1.0, e - 15);
 }
 
-// SPEC 4.1 HiF8 table: dot field, exponent magnitude, exponent sign bit, mantissa bits.
+// contract.md §formats-hifloat8 table: dot field, exponent magnitude, exponent sign bit, mantissa bits.
 inline double decode_hif8(uint8_t b) {
   if (b == 0x80) return kNaN;
   if (b == 0x6F) return kInf;
@@ -93,7 +93,7 @@ inline double round_half_even(double r) {
   return std::fmod(f, 2.0) == 0.0 ? f : f + 1;
 }
 
-// Saturating encoders (SPEC 5). INT8 is the symmetric quantizer code: clamp to [-127, 127].
+// Saturating encoders (contract.md §encoders). INT8 is the symmetric quantizer code: clamp to [-127, 127].
 inline uint8_t encode_int8_sym(double r) {
   if (std::isnan(r)) return 0;
   if (r > 127) r = 127;

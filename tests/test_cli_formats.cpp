@@ -1,5 +1,5 @@
 // `qcoll formats show|encode`: runs the built program (env QCOLL_CLI) and checks its
-// output against values stated in SPEC 4.1 / 6, the refusal cases and exit codes.
+// output against values stated in contract.md §vectors, the refusal cases and exit codes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,7 +70,7 @@ TEST(CliFormats, ShowHiFloat8) {
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto lines = r.lines();
   ASSERT_EQ(lines.size(), 256u);
-  // SPEC 4.1 examples, in byte order
+  // contract.md §vectors examples, in byte order
   EXPECT_EQ(lines[0x00], "0x00 0");
   EXPECT_EQ(lines[0x01], "0x01 2.38418579e-07");  // 2^-22
   EXPECT_EQ(lines[0x08], "0x08 1");

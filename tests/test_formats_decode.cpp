@@ -1,5 +1,5 @@
 // Decoding of all 256 codes of each 8-bit format against independent references
-// (tests/formats_reference.hpp), the SPEC 6 decode vectors and the decode tables.
+// (tests/formats_reference.hpp), the contract.md §vectors decode vectors and the decode tables.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -100,7 +100,7 @@ TEST(FormatsDecode, Spec6Vectors) {
       {DType::Float8E8M0, 0x00, p2(-127)}, {DType::Float8E8M0, 0x7F, 1.0},
       {DType::Float8E8M0, 0x80, 2.0},      {DType::Float8E8M0, 0xFE, p2(127)},
       {DType::Float8E8M0, 0xFF, kNaN},
-      // HiF8 examples of SPEC 4.1
+      // HiF8 examples of contract.md §vectors
       {DType::HiFloat8, 0x08, 1.0},        {DType::HiFloat8, 0x09, 1.125},
       {DType::HiFloat8, 0x10, 2.0},        {DType::HiFloat8, 0x18, 0.5},
       {DType::HiFloat8, 0x20, 4.0},        {DType::HiFloat8, 0x2F, 15.0},

@@ -1,7 +1,7 @@
 // Encoders of the 8-bit float formats (E4M3FN, E5M2, HiF8) against independent
 // references: round trips of every finite code, every midpoint between neighbouring
 // values and the fp32 numbers just below and above it (overflow midpoints included),
-// the SPEC 6 encode vectors, specials, and random inputs against a brute-force
+// the contract.md §vectors encode vectors, specials, and random inputs against a brute-force
 // nearest-value search (tests/formats_reference.hpp).
 #include <gtest/gtest.h>
 
@@ -199,11 +199,11 @@ TEST(FormatsEncode8, Spec6Vectors) {
       {f::encode_hifloat8, NS, 100.0f, 0x4A},       {f::encode_hifloat8, NS, 1000.0f, 0x64},
       {f::encode_hifloat8, NS, 40959.0f, 0x6E},     {f::encode_hifloat8, NS, 40960.0f, 0x6F},
       {f::encode_hifloat8, NS, 0x1p-23f, 0x01},     {f::encode_hifloat8, NS, 0x1p-24f, 0x00},
-      // SPEC 5 statements
+      // contract.md §encoders statements
       {f::encode_hifloat8, S, 40960.0f, 0x6E},      {f::encode_hifloat8, NS, -0x1p-24f, 0x00},
       {f::encode_hifloat8, NS, -0x1.fp-23f, 0x81},  {f::encode_hifloat8, NS, -0.0f, 0x00},
       {f::encode_float8_e4m3fn, NS, -500.0f, 0xFF}, {f::encode_float8_e5m2, NS, -61440.0f, 0xFC},
-      // MX E4M3 blocks of SPEC 6 (elements already divided by the shared scale)
+      // MX E4M3 blocks of contract.md §vectors (elements already divided by the shared scale)
       {f::encode_float8_e4m3fn, S, 0.0f, 0x00},     {f::encode_float8_e4m3fn, S, 4.0f, 0x48},
       {f::encode_float8_e4m3fn, S, 32.0f, 0x60},    {f::encode_float8_e4m3fn, S, 256.0f, 0x78},
       {f::encode_float8_e4m3fn, S, -1.0f, 0xB8},    {f::encode_float8_e4m3fn, S, 0.3f, 0x2A},

@@ -48,7 +48,7 @@ float from_bits(uint32_t b) {
 }  // namespace
 
 TEST(FormatsInt8, Spec6GroupVectors) {
-  // SPEC 6: group with amax 254, scale 2.0: q = round_half_even(v / 2).
+  // contract.md §vectors: group with amax 254, scale 2.0: q = round_half_even(v / 2).
   const struct { float v; int q; } vectors[] = {
       {254, 127}, {3, 2}, {5, 2}, {1, 0}, {-1, 0}, {127, 64}, {129, 64}};
   for (const auto& t : vectors)

@@ -1,5 +1,5 @@
 // Tests of the dequantize-and-reduce kernels.
-//  - The scalar path against a reference written here from SPEC 4.1-4.4 (decode by
+//  - The scalar path against a reference written here from contract.md §formats, §numerics (decode by
 //    formula, fp16/bf16 rounding in double arithmetic), bits compared exactly. NaN
 //    results must be the canonical NaN of dequant_reduce.hpp (fp32 0x7FC00000, fp16
 //    0x7E00, bf16 0x7FC0): exact bits, no "both NaN" leniency.
@@ -28,7 +28,7 @@ using qcoll::kernels::ReduceArgs;
 
 namespace {
 
-// ---- Independent reference (SPEC 4.1) --------------------------------------------
+// ---- Independent reference (contract.md §formats) -----------------------------------
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -242,7 +242,7 @@ std::string label(const Combo& c, int n, std::size_t count) {
 
 const int kSources[] = {1, 2, 3, 4, 8};
 
-// ---- Reference self-checks (the reference against SPEC 6 values) -------------------
+// ---- Reference self-checks (the reference against contract.md §vectors)----------------
 
 TEST(KernelReference, MatchesSpecVectors) {
   EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x01), std::ldexp(1.0f, -9));

@@ -127,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(AllCombos, OpsNumerics,
                                   std::to_string(std::get<1>(info.param));
                          });
 
-// The reference itself against SPEC 6's vectors, so that a wrong reference cannot hide a
+// The reference itself against contract.md §vectors, so that a wrong reference cannot hide a
 // wrong library.
 TEST(OpsReference, DecodersMatchSpecVectors) {
   EXPECT_EQ(ref::decode_e4m3fn(0x01), std::ldexp(1.0f, -9));

@@ -1,4 +1,4 @@
-// Collective safety (SPEC 3.4 end): a call that differs on one rank, fails on one rank, or
+// Collective safety (contract.md §safety): a call that differs on one rank, fails on one rank, or
 // never arrives makes every rank return an error in bounded time, outputs untouched; what
 // later calls do. Plus the staged path of transports that may fail mid-call (a test
 // communicator wrapping the thread transport) and rule 11.

@@ -1,4 +1,4 @@
-// Phase one checks (SPEC 3.4), one table row per rule: expected status and a message that
+// Phase one checks (contract.md §validation), one table row per rule: expected status and a message that
 // starts with the parameter's name and mentions the value seen. Every rank of the group
 // makes the same (bad) call, as a collective call must.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// KG (per-token-per-group, group 128, fp32 scales) quantizer tests against the SPEC 5 rules,
+// KG (per-token-per-group, group 128, fp32 scales) quantizer tests against contract.md §quantizers-kg,
 // with the independent references of quant_reference.hpp.
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ namespace {
 constexpr DType kKgTypes[] = {DType::Int8, DType::Float8E4M3FN, DType::Float8E5M2,
                               DType::HiFloat8};
 
-// The target each KG dtype maps amax to (SPEC 5): 127, 448, 57344, HiF8 target.
+// The target each KG dtype maps amax to (contract.md §quantizers-kg): 127, 448, 57344, HiF8 target.
 float kg_target(DType t, float hif8_target = 0.0f) {
   if (t == DType::HiFloat8) return hif8_target != 0.0f ? hif8_target : qq::default_hif8_target();
   return static_cast<float>(max_finite(t));
@@ -48,7 +48,7 @@ void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std
     ASSERT_EQ(to_bits(got.s[g]), to_bits(scale)) << "group " << g << " amax " << amax;
     for (std::size_t i = g * 128; i < g * 128 + 128; ++i) {
       const double r = scale == 0.0f ? (std::isfinite(x[i]) ? 0.0 : double(x[i]))
-                                     : double(x[i] / scale);  // the fp32 division of SPEC 5
+                                     : double(x[i] / scale);  // one fp32 division
       ASSERT_PRED3(same_code, t, got.q[i], encode_sat(t, r))
           << qcoll::dtype_name(t) << " element " << i << " v " << x[i] << " scale " << scale;
     }
@@ -58,7 +58,7 @@ void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std
 }  // namespace
 
 TEST(QuantKg, SpecInt8Vector) {
-  // SPEC 6: a group with amax 254 has scale 2.0; q = round_half_even(v / 2).
+  // contract.md §vectors: a group with amax 254 has scale 2.0; q = round_half_even(v / 2).
   std::vector<float> x(128, 0.0f);
   const float vals[] = {254, 3, 5, 1, -1, 127, 129};
   const int8_t want[] = {127, 2, 2, 0, 0, 64, 64};
@@ -251,7 +251,7 @@ TEST(QuantKg, Bf16EqualsFp32OnBf16Values) {
 namespace {
 
 // Worst-case |decode(q) - r| for an encoded r (in units of the encoded value), from the
-// format's mantissa width at |r| (SPEC 4.1). Saturated values are handled by the caller.
+// format's mantissa width at |r| (contract.md §formats). Saturated values are handled by the caller.
 double format_error_bound(DType t, double r) {
   const double a = std::fabs(r);
   switch (t) {

@@ -1,4 +1,4 @@
-// MX (OCP MX v1.0, blocks of 32, E8M0 scales) quantizer tests against SPEC 5 / 6, with the
+// MX (OCP MX v1.0, blocks of 32, E8M0 scales) quantizer tests against contract.md §quantizers-mx, with the
 // independent references of quant_reference.hpp.
 #include <gtest/gtest.h>
 
@@ -53,7 +53,7 @@ void expect_matches_reference(const std::vector<float>& x, DType t, const Mx& go
 }  // namespace
 
 TEST(QuantMx, SpecVectors) {
-  // SPEC 6: two E4M3 blocks in one row of 64.
+  // contract.md §vectors: two E4M3 blocks in one row of 64.
   std::vector<float> x(64, 0.0f);
   x[0] = 0, x[1] = 8, x[2] = 64, x[3] = 512;
   x[32] = 500, x[33] = -1, x[34] = 0.3f, x[35] = std::ldexp(1.0f, -9);

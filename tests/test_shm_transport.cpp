@@ -1,5 +1,5 @@
 // The shared-memory transport without MPI: ranks are forked processes that share one
-// segment. Checks the window rule (SPEC 3.4 rule 11), chunked exchange of any size, back-to-
+// segment. Checks the window rule (contract.md §window), chunked exchange of any size, back-to-
 // back calls with changing data, and that a dead or absent peer gives RUNTIME_ERROR in time.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // `qcoll formats show DTYPE` and `qcoll formats encode DTYPE [--saturate] VALUE...`:
-// print the decode table of an 8-bit format, or encode values (SPEC 4.1, 5).
+// print the decode table of an 8-bit format, or encode values (contract.md §formats, §encoders).
 // See docs/formats.md.
 #include <cerrno>
 #include <cmath>

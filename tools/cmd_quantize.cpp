@@ -1,5 +1,5 @@
 // `qcoll quantize`: turn float32 .npy tensors into the operators' inputs (x and scales .npy)
-// with the library's quantizers (SPEC 5), one pair of files per rank.
+// with the library's quantizers (contract.md §quantizers), one pair of files per rank.
 //
 //   qcoll quantize --ranks 4 --in act{rank}.npy --x-dtype e4m3 --scales-dtype e8m0 --x x{rank}.npy --scales s{rank}.npy
 #include <cstdio>

@@ -28,7 +28,7 @@ struct CallResult {
 CallResult call_operator(Operator op, const std::string& group, const TensorArg& x, const TensorArg& scales,
                          const TensorArg& out);
 
-// The output shape the operator expects for x's shape (SPEC 3.4 rule 9): (BS/n, H) for
+// The output shape the operator expects for x's shape (contract.md §rule-9): (BS/n, H) for
 // reduce-scatter, x's shape for all-reduce. For shapes the operator will reject anyway it
 // returns a small placeholder shape so that a buffer can still be passed.
 std::vector<int64_t> expected_output_shape(Operator op, const std::vector<int64_t>& x_shape, int nranks);

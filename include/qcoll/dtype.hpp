@@ -20,7 +20,7 @@ enum class DType : int32_t {
   Float8E8M0 = 37,
 };
 
-// Canonical lower-case SPEC name: "int8", "hifloat8", "float8_e4m3fn", "float8_e5m2",
+// Canonical lower-case name (contract.md §modes): "int8", "hifloat8", "float8_e4m3fn", "float8_e5m2",
 // "float8_e8m0", "float", "float16", "bfloat16", "uint8". "?" for an unknown value.
 std::string_view dtype_name(DType t);
 // Parses a canonical name or an alias ("fp32", "fp16", "bf16", "float32", "hif8",

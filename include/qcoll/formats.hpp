@@ -1,4 +1,4 @@
-// qcoll: exact number formats (SPEC 4.1 decode, SPEC 5 encode).
+// qcoll: exact number formats (docs/contract.md §formats decode, §encoders encode).
 // Every decode is exact in fp32. Encoders round to nearest (ties to even, HiF8 ties away
 // from zero), keep subnormals, decide overflow after rounding; non-saturating by default.
 #pragma once

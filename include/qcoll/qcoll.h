@@ -1,7 +1,7 @@
 /* qcoll: quantized reduce-scatter and all-reduce (C API).
  *
  * Mirrors aclnnQuantReduceScatter / aclnnQuantAllReduce: a two-phase call pair per operator.
- * Phase one (…GetWorkspaceSize) validates every argument (SPEC 3.4, in order) and builds a
+ * Phase one (…GetWorkspaceSize) validates every argument (contract.md §validation, in order) and builds a
  * single-use executor; phase two runs it and releases the executor whatever the outcome.
  * An executor that is never run must be released with qcollDestroyExecutor.
  * Every non-zero status leaves a message for the calling thread: qcollGetRecentErrMsg().
@@ -70,7 +70,7 @@ qcollStatus qcollThreadGroupLeave(qcollThreadGroup *group);
 /* Destroys the group once no thread is inside an operator call on it. */
 qcollStatus qcollThreadGroupDestroy(qcollThreadGroup *group);
 
-/* ---- Operators (SPEC 3.1) ------------------------------------------------------------ */
+/* ---- Operators (contract.md §api) ----------------------------------------------------- */
 qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales,
                                                     const char *group, const char *reduceOp,
                                                     qcollTensor *output, uint64_t *workspaceSize,

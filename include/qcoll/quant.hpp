@@ -1,4 +1,4 @@
-// qcoll: quantizers that produce the operators' inputs (SPEC 5), and their inverse.
+// qcoll: quantizers that produce the operators' inputs (contract.md §quantizers), and their inverse.
 //
 // Behaviour on special values (docs/quantizers.md): a group's amax is taken over its finite
 // elements only; NaN elements become the format's NaN (INT8 has none: 0); +-Inf elements

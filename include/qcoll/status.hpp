@@ -1,4 +1,4 @@
-// qcoll: status codes (SPEC 3.2) and the status value used throughout the C++ core.
+// qcoll: status codes (contract.md §status) and the status value used throughout the C++ core.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 """Arrays in and out: numpy arrays (ml_dtypes types included) and torch CPU tensors.
 
 Inside, every array is a plain numpy view of its bits (float32, uint16 or uint8) plus the
-SPEC type it carries. torch tensors are viewed without a copy through DLPack; results go
+qcoll type it carries. torch tensors are viewed without a copy through DLPack; results go
 back as torch tensors when the main input was one.
 """
 
@@ -21,7 +21,7 @@ _BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.float32)}
 @dataclass
 class Bits:
     raw: np.ndarray          # the same memory, as uint8 / uint16 / float32
-    dtype: Optional[DType]   # the SPEC type the source array carries; None for raw bytes
+    dtype: Optional[DType]   # the qcoll type the source array carries; None for raw bytes
     is_torch: bool = False
 
 

@@ -1,4 +1,4 @@
-"""The SPEC data types and how numpy, ml_dtypes, torch and strings name them."""
+"""The qcoll data types (contract.md §modes) and how numpy, ml_dtypes, torch and strings name them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .errors import invalid
 
 
 class DType(enum.IntEnum):
-    """SPEC data types; the values are those of qcollDataType (ACL's aclDataType)."""
+    """qcoll data types; the values are those of qcollDataType (ACL's aclDataType)."""
 
     FLOAT = 0
     FLOAT16 = 1
@@ -53,7 +53,7 @@ _ALIASES = {
 
 _E8M0 = getattr(ml_dtypes, "float8_e8m0fnu", None)  # ml_dtypes >= 0.5
 
-# numpy dtypes that name a SPEC type without ambiguity (uint8 does not: raw bytes).
+# numpy dtypes that name a qcoll type without ambiguity (uint8 does not: raw bytes).
 _FROM_NUMPY = {
     np.dtype(np.float32): DType.FLOAT,
     np.dtype(np.float16): DType.FLOAT16,
@@ -65,7 +65,7 @@ _FROM_NUMPY = {
 if _E8M0 is not None:
     _FROM_NUMPY[np.dtype(_E8M0)] = DType.FLOAT8_E8M0
 
-# The numpy dtype in which each SPEC type is returned (HiF8 has none: raw uint8 bytes).
+# The numpy dtype in which each qcoll type is returned (HiF8 has none: raw uint8 bytes).
 _TO_NUMPY = {
     DType.FLOAT: np.dtype(np.float32),
     DType.FLOAT16: np.dtype(np.float16),
@@ -86,7 +86,7 @@ _TORCH_NAMES = {
 
 
 def to_dtype(spec: Any, param: str = "dtype") -> DType:
-    """A DType from a DType, its int value, a SPEC name or alias ("hifloat8", "e4m3", "bf16"),
+    """A DType from a DType, its int value, a dtype name or alias ("hifloat8", "e4m3", "bf16"),
     a numpy / ml_dtypes dtype or scalar type, or a torch dtype."""
     if isinstance(spec, DType):
         return spec
@@ -123,7 +123,7 @@ def optional_dtype(spec: Any, param: str) -> Optional[DType]:
 
 
 def dtype_of_numpy(nd: np.dtype) -> Optional[DType]:
-    """The SPEC type a numpy dtype stands for; None for raw bytes (uint8) and the rest."""
+    """The qcoll type a numpy dtype stands for; None for raw bytes (uint8) and the rest."""
     return _FROM_NUMPY.get(np.dtype(nd))
 
 

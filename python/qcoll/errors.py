@@ -1,5 +1,5 @@
 """Exceptions raised by qcoll: every failure of the C++ core arrives as a :class:`Error`
-carrying the status code of SPEC 3.2 and the core's message."""
+carrying the status code of docs/contract.md §status and the core's message."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class NullPointerError(Error, ValueError):
 
 
 class InvalidParameterError(Error, ValueError):
-    """PARAM_INVALID (161002): an argument breaks a rule of SPEC 3.4 or of the API."""
+    """PARAM_INVALID (161002): an argument breaks a rule of contract.md §validation or of the API."""
 
 
 class CommunicationError(Error, RuntimeError):

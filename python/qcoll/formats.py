@@ -1,4 +1,4 @@
-"""decode / encode of every SPEC data type (SPEC 4.1, 5) over numpy arrays and torch tensors."""
+"""decode / encode of every qcoll data type (contract.md §formats, §encoders) over numpy and torch."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ _SIXTEEN_BIT = (DType.FLOAT16, DType.BFLOAT16)
 def decode(codes: Any, dtype: Any = None) -> np.ndarray:
     """Exact float32 values of ``codes``.
 
-    ``codes`` is an array of a SPEC type (ml_dtypes float8_e4m3fn / float8_e5m2 /
+    ``codes`` is an array of a qcoll type (ml_dtypes float8_e4m3fn / float8_e5m2 /
     float8_e8m0fnu / bfloat16, numpy int8 / float16, or a torch CPU tensor of those), or raw
     codes (uint8 bytes, uint16 bit patterns) with ``dtype`` naming the format, e.g.
     ``decode(b, "hifloat8")``. The result has the shape of ``codes``.
@@ -53,7 +53,7 @@ def decode(codes: Any, dtype: Any = None) -> np.ndarray:
 
 
 def encode(values: Any, dtype: Any, *, saturating: bool = False, bits: bool = False):
-    """Nearest ``dtype`` encoding of ``values`` (SPEC 5 encoders).
+    """Nearest ``dtype`` encoding of ``values`` (contract.md §encoders).
 
     Values are taken as float32 (float64 input is rounded to float32 first). Rounding is to
     nearest, ties to even (HiF8: ties away from zero); overflow is decided after rounding.

@@ -1,4 +1,4 @@
-"""The operators QuantReduceScatter and QuantAllReduce (SPEC 1, 3), with the vendor's Python
+"""The operators QuantReduceScatter and QuantAllReduce (contract.md §operation, §api), with the vendor's Python
 signature ``(x, scales, group, *, reduce_op="sum", output_dtype=None, x_dtype=None,
 scales_dtype=None)``."""
 

@@ -1,4 +1,4 @@
-"""Quantizers that produce the operators' inputs (SPEC 5) and the matching dequantizer."""
+"""Quantizers that produce the operators' inputs (contract.md §quantizers) and their inverse."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// Element-wise decode/encode of every SPEC dtype over flat, contiguous buffers.
+// Element-wise decode/encode of every contract dtype over flat, contiguous buffers.
 #include <nanobind/ndarray.h>
 
 #include <string>

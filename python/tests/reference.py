@@ -1,6 +1,6 @@
-"""Independent references for the tests, written from SPEC.md (never from qcoll's code):
-HiF8 decode/encode from the SPEC 4.1 table, E8M0 encode from SPEC 5, the quantizers of
-SPEC 5 and the operators of SPEC 1 / 4 in numpy float32 arithmetic."""
+"""Independent references for the tests, written from the contract (docs/contract.md), never
+from qcoll's code: HiF8 decode/encode from the §formats-hifloat8 table, E8M0 encode from
+§encoders, the §quantizers and the operators of §operation / §numerics in numpy float32."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-# ---- HiFloat8 (SPEC 4.1 table) -------------------------------------------------------
+# ---- HiFloat8 (contract.md §formats-hifloat8) ---------------------------------------------
 def hif8_value(b: int) -> float:
     s = -1.0 if b & 0x80 else 1.0
     v = b & 0x7F
@@ -74,9 +74,9 @@ def hif8_encode(values: np.ndarray, saturating: bool = False) -> np.ndarray:
     return np.where(np.isnan(v), np.uint8(0x80), codes).astype(np.uint8)
 
 
-# ---- E8M0 encode (SPEC 5: round the exponent up when the fraction is >= 0.5) ----------
+# ---- E8M0 encode (§encoders: round the exponent up when the fraction is >= 0.5) ----------
 def e8m0_encode(values: np.ndarray) -> np.ndarray:
-    """Finite positive inputs only (the SPEC rule); magnitudes outside the E8M0 range are
+    """Finite positive inputs only (the contract's rule); magnitudes outside the E8M0 range are
     clamped to 0x00 / 0xFE, as docs/python.md records."""
     v = np.asarray(values, dtype=np.float64)
     m, e = np.frexp(v)  # v = m * 2^e, m in [0.5, 1): floor(log2 v) = e - 1, fraction 2m - 1

@@ -1,4 +1,4 @@
-"""Bad input raises qcoll.Error with the SPEC 3.2 status code and a message that names the
+"""Bad input raises qcoll.Error with the contract.md §status code and a message that names the
 parameter; a rule broken on one rank makes every rank fail, none hangs."""
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Codecs against ml_dtypes (all 256 codes, 10^6 random values each) and against the SPEC
-for HiF8 and for every place where ml_dtypes' rule is not the SPEC's (docs/python.md)."""
+"""Codecs against ml_dtypes (all 256 codes, 10^6 random values each) and against the contract
+for HiF8 and for every place where ml_dtypes' rule is not the contract's (docs/python.md)."""
 
 import ml_dtypes
 import numpy as np
@@ -100,7 +100,7 @@ def test_encode_fp8_random_matches_ml_dtypes(name):
     got = qcoll.encode(v, name, bits=True)
     want = v.astype(ML[name]).view(np.uint8)
     # Documented difference: a NaN input. ml_dtypes keeps the sign and part of the payload;
-    # the SPEC encodes NaN as the canonical NaN of the format with the input's sign.
+    # the contract encodes NaN as the canonical NaN of the format with the input's sign.
     nan = np.isnan(v)
     np.testing.assert_array_equal(got[~nan], want[~nan])
     sign = (v[nan].view(np.uint32) >> 31).astype(np.uint8) << 7
@@ -116,7 +116,7 @@ def test_encode_16bit_random_matches_ml_dtypes(name, npdtype):
     want = v.astype(npdtype).view(np.uint16)
     nan = np.isnan(v)
     np.testing.assert_array_equal(got[~nan], want[~nan])
-    # NaN stays NaN, quiet (SPEC 4.4); the payload is not specified.
+    # NaN stays NaN, quiet (contract.md §numerics-output-cast); the payload is not specified.
     same_bits_or_both_nan(qcoll.decode(got[nan], name), np.full(nan.sum(), np.nan, np.float32))
     exp_mask, quiet = (0x7C00, 0x0200) if name == "float16" else (0x7F80, 0x0040)
     assert np.all((got[nan] & exp_mask) == exp_mask) and np.all(got[nan] & quiet)
@@ -124,7 +124,7 @@ def test_encode_16bit_random_matches_ml_dtypes(name, npdtype):
 
 def test_encode_e8m0_random_matches_ml_dtypes_and_spec_rule():
     # For positive finite values in range, ml_dtypes' float32 -> float8_e8m0fnu cast rounds
-    # to the nearest power of two with ties up, which is the SPEC rule (exponent up from a
+    # to the nearest power of two with ties up, which is the contract's rule (exponent up from a
     # fraction of 0.5). Outside that domain the two differ: test_encode_e8m0_outside_the_spec_rule.
     rng = np.random.default_rng(3)
     v = np.abs(random_floats(rng, N_RANDOM, -127, 127))
@@ -132,7 +132,7 @@ def test_encode_e8m0_random_matches_ml_dtypes_and_spec_rule():
     got = qcoll.encode(v, "float8_e8m0", bits=True)
     np.testing.assert_array_equal(got, e8m0_encode(v))
     # Documented difference: ml_dtypes rounds every fp32 subnormal strictly between 2^-127
-    # and 1.5 * 2^-127 up to 2^-126 (0x01); the SPEC rule gives 2^-127 (0x00).
+    # and 1.5 * 2^-127 up to 2^-126 (0x01); the contract's rule gives 2^-127 (0x00).
     low = (v > np.float32(2.0**-127)) & (v < np.float32(1.5 * 2.0**-127))
     assert low.sum() > 100
     assert np.all(got[low] == 0x00) and np.all(v[low].astype(E8M0).view(np.uint8) == 0x01)
@@ -148,7 +148,7 @@ def test_encode_e8m0_rounds_exponent_up_at_half(value, code):
 
 
 def test_encode_e8m0_outside_the_spec_rule():
-    # SPEC 5 defines E8M0 encoding for positive floats; qcoll's choices elsewhere
+    # contract.md §encoders defines E8M0 encoding for positive floats; qcoll's choices elsewhere
     # (docs/python.md): NaN and +-Inf -> 0xFF, zero and magnitudes below 2^-127 -> 0x00,
     # magnitudes from 1.5 * 2^127 up -> 0xFE (saturate), a negative value by its magnitude.
     # ml_dtypes gives NaN (0xFF) for zero, negatives and values rounding past 2^127.
@@ -185,7 +185,7 @@ def test_encode_fp8_spec_vectors(name, value, code):
 
 @pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "hifloat8"])
 def test_encode_saturating(name):
-    # ml_dtypes has no saturating cast: the rule is the SPEC's. Overflow (decided after
+    # ml_dtypes has no saturating cast: the rule is the contract's. Overflow (decided after
     # rounding) and +-Inf clamp to +-max finite; NaN stays NaN; everything else as without it.
     rng = np.random.default_rng(5)
     v = random_floats(rng, 200_000, *{"float8_e4m3fn": (-12, 12), "float8_e5m2": (-18, 18),

@@ -1,4 +1,4 @@
-"""The operators over thread groups against a numpy reference (SPEC 1, 4), bit for bit:
+"""The operators over thread groups against a numpy reference (contract.md §numerics), bit for bit:
 every x dtype x scales mode x output dtype, n in {2, 4, 8}, 2-D and 3-D x."""
 
 import zlib

@@ -1,4 +1,4 @@
-"""Quantizers against the SPEC 5 formulas written here in numpy, and the SPEC 6 vectors."""
+"""Quantizers against the contract.md §quantizers formulas written here in numpy, and §vectors."""
 
 import ml_dtypes
 import numpy as np

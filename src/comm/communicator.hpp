@@ -60,7 +60,7 @@ class Communicator {
   virtual int local_size() const { return size(); }
 
   // Bytes of the staging window per rank (HCCL_BUFFSIZE), or 0 when the transport reads
-  // peers' buffers directly (then SPEC 3.4 rule 11 does not apply).
+  // peers' buffers directly (then contract.md §rule-11 does not apply).
   virtual std::size_t window_bytes() const { return 0; }
   // Largest number of rows one chunk of `spec` may hold in the window (0: the window cannot
   // hold one row: PARAM_INVALID naming HCCL_BUFFSIZE). Transports without a window: all rows.

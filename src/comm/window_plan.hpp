@@ -1,4 +1,4 @@
-// SPEC 3.4 rule 11 for transports that stage data through a per-rank window (shared memory,
+// contract.md §window for transports that stage data through a per-rank window (shared memory,
 // MPI): how many rows of a reduce-scatter exchange fit in one chunk, and where each part of a
 // chunk lies inside a window slot.
 //

@@ -1,6 +1,6 @@
 // BFLOAT16: the top 16 bits of an fp32. Decode exact; encode round to nearest even,
 // subnormals kept, overflow -> +-Inf, NaN -> quiet NaN keeping the sign and the top
-// payload bits (SPEC 4.4).
+// payload bits (contract.md §encoders).
 #include <cstdint>
 
 #include "formats/ieee_like_rounding.hpp"

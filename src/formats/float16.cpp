@@ -1,5 +1,5 @@
 // FLOAT16 (IEEE binary16): decode exact; encode round to nearest even, subnormals kept,
-// overflow -> +-Inf, NaN -> quiet NaN keeping the sign and the top payload bits (SPEC 4.4).
+// overflow -> +-Inf, NaN -> quiet NaN keeping the sign and the top payload bits (contract.md §encoders).
 // Portable bit arithmetic; no F16C or _Float16.
 #include <cstdint>
 

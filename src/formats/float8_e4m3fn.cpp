@@ -1,5 +1,5 @@
 // FLOAT8_E4M3FN: 1 sign, 4 exponent (bias 7), 3 mantissa bits; subnormals m * 2^-9;
-// no infinities; S.1111.111 (0x7F/0xFF) is NaN; max 448 (SPEC 4.1).
+// no infinities; S.1111.111 (0x7F/0xFF) is NaN; max 448 (contract.md §formats-e4m3).
 // Encoder: RNE, overflow decided after rounding (> 464 overflows, 464 -> 448);
 // overflow -> NaN with the input's sign (non-saturating) or +-448 (saturating, Inf too).
 // NaN input -> 0x7F / 0xFF keeping the input's sign bit, in both modes.

@@ -1,5 +1,5 @@
 // FLOAT8_E5M2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, IEEE-like: subnormals
-// m * 2^-16, S.11111.00 = +-Inf (0x7C/0xFC), S.11111.{01,10,11} NaN; max 57344 (SPEC 4.1).
+// m * 2^-16, S.11111.00 = +-Inf (0x7C/0xFC), S.11111.{01,10,11} NaN; max 57344 (contract.md §formats-e5m2).
 // Encoder: RNE, overflow decided after rounding (from 61440 up); overflow and +-Inf ->
 // +-Inf (non-saturating) or +-57344 (saturating). NaN input -> quiet NaN 0x7E / 0xFE,
 // keeping the input's sign bit, in both modes.

@@ -1,9 +1,9 @@
 // FLOAT8_E8M0 (MX scale): unsigned exponent, value 2^(e-127) for e = 0..254, 0xFF NaN;
-// no sign, no zero (SPEC 4.1). 0x00 is 2^-127, a subnormal fp32.
+// no sign, no zero (contract.md §formats-e8m0). 0x00 is 2^-127, a subnormal fp32.
 //
-// Encoder (SPEC 5: the exponent is rounded up when the fraction is >= 0.5, i.e. the
+// Encoder (contract.md §encoders: the exponent is rounded up when the fraction is >= 0.5, i.e. the
 // value is rounded to the nearest power of two, a tie going up). Decisions for the
-// inputs the SPEC leaves open:
+// inputs the contract leaves open:
 //   - the sign is ignored (the magnitude is encoded), as E8M0 has no sign;
 //   - NaN and +-Inf -> 0xFF (NaN): E8M0 has no infinity;
 //   - +-0 and magnitudes below 2^-127 (after rounding) -> 0x00 (the smallest scale);

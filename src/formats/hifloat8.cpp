@@ -1,10 +1,10 @@
-// HIFLOAT8 (HiF8), Huawei's tapered 8-bit float (SPEC 4.1):
+// HIFLOAT8 (HiF8), Huawei's tapered 8-bit float (contract.md §formats-hifloat8):
 //   byte = sign(1) | dot | exponent | mantissa, the dot field (11, 10, 01, 001, 0001,
 //   0000) giving the exponent width (4, 3, 2, 1, 0 bits, sign-magnitude with an implied
 //   leading 1) and hence the mantissa width (1, 2, 3, 3, 3 bits); 0000 is the denormal
 //   range 2^(v-23), v = 1..7. 0x00 = 0 (only zero), 0x80 = NaN (only NaN), 0x6F/0xEF = +-Inf.
 //
-// Encoder (SPEC 5): nearest representable value, ties away from zero. Because every
+// Encoder (contract.md §encoders): nearest representable value, ties away from zero. Because every
 // value of a binade [2^E, 2^(E+1)) lies closer to 2^E than to anything below it, rounding
 // the mantissa to the width of the value's own binade (0 bits in the denormal range),
 // with a carry into the next binade, is exactly the nearest-value rule even where the

@@ -1,5 +1,5 @@
-// INT8: two's complement integer -128..127 (SPEC 4.1); encoder rounds half to even and
-// clamps (SPEC 5). NaN encodes to 0. There is no overflow code, so both saturation
+// INT8: two's complement integer -128..127 (contract.md §formats-int8); encoder rounds half to even and
+// clamps (contract.md §encoders). NaN encodes to 0. There is no overflow code, so both saturation
 // modes clamp.
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// The reference dequant_reduce: one element at a time, exactly as SPEC 4.2-4.4 state it.
+// The reference dequant_reduce: one element at a time, exactly as contract.md §numerics states it.
 #include <cstring>
 #include <stdexcept>
 #include <vector>

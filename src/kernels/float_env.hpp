@@ -1,7 +1,7 @@
 // Keeps subnormals for the duration of a kernel call: clears flush-to-zero and
 // denormals-are-zero (x86 MXCSR FTZ/DAZ, AArch64 FPCR FZ) and restores the caller's
 // setting afterwards. A process (or a library in it) may have turned them on, and new
-// threads inherit the creating thread's setting; SPEC 4.2 forbids flushing.
+// threads inherit the creating thread's setting; contract.md §numerics-reduction forbids flushing.
 #pragma once
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// Scalar output cast of the dequant_reduce kernels (SPEC 4.4 plus the canonical NaN of
+// Scalar output cast of the dequant_reduce kernels (contract.md §numerics-output-cast, canonical NaN of
 // dequant_reduce.hpp). Shared by the scalar path and the SIMD paths' tails.
 #pragma once
 #include <cmath>

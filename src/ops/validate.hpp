@@ -1,4 +1,4 @@
-// Phase one checks: every rule of SPEC 3.4, in order. Messages name the parameter, the
+// Phase one checks: each rule of contract.md §validation in order. Messages name the parameter, the
 // rule, the value seen and the value expected.
 #pragma once
 #include <cstddef>

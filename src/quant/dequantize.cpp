@@ -1,4 +1,4 @@
-// Dequantization: d = fp32(decode(q)) * fp32(scale), one IEEE fp32 multiply (SPEC 4.2).
+// Dequantization: d = fp32(decode(q)) * fp32(scale), one fp32 multiply (contract.md §numerics-dequantize).
 #include "qcoll/formats.hpp"
 #include "qcoll/quant.hpp"
 

@@ -1,4 +1,4 @@
-// Per-token-per-group (KG) quantization, group 128, fp32 scales (SPEC 5).
+// Per-token-per-group (KG) quantization, group 128, fp32 scales (contract.md §quantizers-kg).
 #include "qcoll/quant.hpp"
 #include "quant/quant_groups.hpp"
 

@@ -1,4 +1,4 @@
-// OCP MX v1.0 quantization, blocks of 32, E8M0 scales (SPEC 5).
+// OCP MX v1.0 quantization, blocks of 32, E8M0 scales (contract.md §quantizers-mx).
 #include "qcoll/quant.hpp"
 #include "quant/quant_groups.hpp"
 
@@ -11,7 +11,7 @@ void mx_rows(const T* x, std::size_t count, uint8_t* q, uint8_t* scales) {
   detail::GroupSource<T> src(x);
   for (std::size_t b = 0; b * detail::kMxGroup < count; ++b) {
     const std::size_t first = b * detail::kMxGroup;
-    // Flat block index b = (row*H + h) / 32: the (rows, H/64, 2) layout of SPEC 2.
+    // Flat block index b = (row*H + h) / 32: the (rows, H/64, 2) layout of contract.md §modes.
     scales[b] = detail::quantize_mx_block<Encode, EmaxElem>(src.group(first, detail::kMxGroup),
                                                             q + first);
   }

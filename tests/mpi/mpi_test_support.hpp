@@ -55,7 +55,7 @@ class Tally {
   long long checks_ = 0, failures_ = 0;
 };
 
-// A quantization mode and output type of the operators (SPEC 2).
+// A quantization mode and output type of the operators (contract.md §modes).
 struct Mode {
   qcoll::DType x, scales, out;
   std::string name() const {
@@ -153,7 +153,7 @@ inline qcollStatus call_op(Op op, const Mode& m, Inputs& in, std::size_t BS, std
   return st;
 }
 
-// The expected output of `rank` from the SPEC's formulas (tests/ops_reference.hpp).
+// The expected output of `rank` from the contract's formulas (tests/ops_reference.hpp).
 inline std::vector<uint8_t> expected(Op op, const Mode& m, const std::vector<Inputs>& all, std::size_t BS,
                                      std::size_t H, int rank) {
   std::vector<std::vector<uint8_t>> xs, ss;
