@@ -4,9 +4,13 @@
 #include <cstdint>
 
 #include "formats/ieee_like_rounding.hpp"
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
+namespace {
+using T = Traits<DType::BFloat16>;
+}  // namespace
 
 float decode_bfloat16(uint16_t bits) { return detail::f32_from_bits(static_cast<uint32_t>(bits) << 16); }
 
@@ -15,9 +19,9 @@ uint16_t encode_bfloat16(float v) {
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs_bits = bits & detail::kF32AbsMask;
   if (detail::f32_abs_is_nan(abs_bits))
-    return sign | 0x7FC0u | static_cast<uint16_t>((abs_bits >> 16) & 0x7Fu);
-  const uint32_t code = detail::round_magnitude_rne<127, 7>(abs_bits);
-  if (code >= 0x7F80u) return sign | 0x7F80u;  // overflow and Inf
+    return sign | T::kNaNCode | static_cast<uint16_t>((abs_bits >> 16) & 0x7Fu);
+  const uint32_t code = detail::round_magnitude_rne<T::kExponentBias, T::kMantissaBits>(abs_bits);
+  if (code > T::kMaxCode) return sign | T::kInfCode;  // overflow and Inf
   return sign | static_cast<uint16_t>(code);
 }
 

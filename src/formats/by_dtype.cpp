@@ -1,10 +1,10 @@
 // Generic access to the 8-bit formats by dtype: decode8/encode8, the 256-entry decode
 // tables (built once, on first use, from the per-format decoders) and max_finite.
 #include <array>
-#include <cfloat>
 #include <cstdint>
 #include <limits>
 
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
@@ -59,15 +59,15 @@ const float* decode_table(DType t) {
 
 float max_finite(DType t) {
   switch (t) {
-    case DType::Int8: return 127.0f;
-    case DType::HiFloat8: return 32768.0f;
-    case DType::Float8E4M3FN: return 448.0f;
-    case DType::Float8E5M2: return 57344.0f;
-    case DType::Float8E8M0: return 0x1p127f;
+    case DType::Int8: return Traits<DType::Int8>::kMaxFinite;
+    case DType::HiFloat8: return Traits<DType::HiFloat8>::kMaxFinite;
+    case DType::Float8E4M3FN: return Traits<DType::Float8E4M3FN>::kMaxFinite;
+    case DType::Float8E5M2: return Traits<DType::Float8E5M2>::kMaxFinite;
+    case DType::Float8E8M0: return Traits<DType::Float8E8M0>::kMaxFinite;
     // Not 8-bit formats, given for convenience.
-    case DType::Float16: return 65504.0f;
-    case DType::BFloat16: return 0x1.FEp127f;
-    case DType::Float: return FLT_MAX;
+    case DType::Float16: return Traits<DType::Float16>::kMaxFinite;
+    case DType::BFloat16: return Traits<DType::BFloat16>::kMaxFinite;
+    case DType::Float: return Traits<DType::Float>::kMaxFinite;
     default: return 0.0f;
   }
 }

@@ -8,25 +8,29 @@
 #include <limits>
 
 #include "formats/ieee_like_rounding.hpp"
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
 namespace {
-constexpr uint32_t kMaxFiniteCode = 0x7E;  // 448
-constexpr uint8_t kNaNCode = 0x7F;
+using T = Traits<DType::Float8E4M3FN>;
+constexpr uint32_t kMaxFiniteCode = T::kMaxCode;  // 448
+constexpr uint8_t kNaNCode = T::kNaNCode;
+constexpr int kM = T::kMantissaBits;
 }  // namespace
 
 float decode_float8_e4m3fn(uint8_t b) {
-  const uint32_t exp = (b >> 3) & 0xF;
-  const uint32_t man = b & 0x7;
-  const bool neg = (b & 0x80) != 0;
+  const uint32_t mag_code = b & T::kAbsMask;
+  const uint32_t exp = mag_code >> kM;
+  const uint32_t man = mag_code & ((1u << kM) - 1);
+  const bool neg = (b & T::kSignMask) != 0;
   float mag;
-  if (exp == 0xF && man == 0x7) {
+  if (mag_code == kNaNCode) {
     mag = std::numeric_limits<float>::quiet_NaN();
   } else if (exp == 0) {
-    mag = std::ldexp(static_cast<float>(man), -9);
+    mag = std::ldexp(static_cast<float>(man), 1 - T::kExponentBias - kM);
   } else {
-    mag = std::ldexp(static_cast<float>(8 + man), static_cast<int>(exp) - 7 - 3);
+    mag = std::ldexp(static_cast<float>((1u << kM) + man), static_cast<int>(exp) - T::kExponentBias - kM);
   }
   return neg ? -mag : mag;
 }
@@ -36,7 +40,7 @@ uint8_t encode_float8_e4m3fn(float v, Saturation s) {
   const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80);
   const uint32_t abs_bits = bits & detail::kF32AbsMask;
   if (detail::f32_abs_is_nan(abs_bits)) return sign | kNaNCode;
-  const uint32_t code = detail::round_magnitude_rne<7, 3>(abs_bits);
+  const uint32_t code = detail::round_magnitude_rne<T::kExponentBias, kM>(abs_bits);
   if (code > kMaxFiniteCode)
     return sign | (s == Saturation::Saturating ? static_cast<uint8_t>(kMaxFiniteCode) : kNaNCode);
   return sign | static_cast<uint8_t>(code);

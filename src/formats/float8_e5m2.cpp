@@ -8,27 +8,31 @@
 #include <limits>
 
 #include "formats/ieee_like_rounding.hpp"
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
 namespace {
-constexpr uint32_t kMaxFiniteCode = 0x7B;  // 57344
-constexpr uint8_t kInfCode = 0x7C;
-constexpr uint8_t kQuietNaNCode = 0x7E;
+using T = Traits<DType::Float8E5M2>;
+constexpr uint32_t kMaxFiniteCode = T::kMaxCode;  // 57344
+constexpr uint8_t kInfCode = T::kInfCode;
+constexpr uint8_t kQuietNaNCode = T::kNaNCode;
+constexpr int kM = T::kMantissaBits;
+constexpr uint32_t kExpAllOnes = (1u << T::kExponentBits) - 1;
 }  // namespace
 
 float decode_float8_e5m2(uint8_t b) {
-  const uint32_t exp = (b >> 2) & 0x1F;
-  const uint32_t man = b & 0x3;
-  const bool neg = (b & 0x80) != 0;
+  const uint32_t exp = (b & T::kAbsMask) >> kM;
+  const uint32_t man = b & ((1u << kM) - 1);
+  const bool neg = (b & T::kSignMask) != 0;
   float mag;
-  if (exp == 0x1F) {
+  if (exp == kExpAllOnes) {
     mag = man == 0 ? std::numeric_limits<float>::infinity()
                    : std::numeric_limits<float>::quiet_NaN();
   } else if (exp == 0) {
-    mag = std::ldexp(static_cast<float>(man), -16);
+    mag = std::ldexp(static_cast<float>(man), 1 - T::kExponentBias - kM);
   } else {
-    mag = std::ldexp(static_cast<float>(4 + man), static_cast<int>(exp) - 15 - 2);
+    mag = std::ldexp(static_cast<float>((1u << kM) + man), static_cast<int>(exp) - T::kExponentBias - kM);
   }
   return neg ? -mag : mag;
 }
@@ -38,7 +42,7 @@ uint8_t encode_float8_e5m2(float v, Saturation s) {
   const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80);
   const uint32_t abs_bits = bits & detail::kF32AbsMask;
   if (detail::f32_abs_is_nan(abs_bits)) return sign | kQuietNaNCode;
-  const uint32_t code = detail::round_magnitude_rne<15, 2>(abs_bits);
+  const uint32_t code = detail::round_magnitude_rne<T::kExponentBias, kM>(abs_bits);
   if (code > kMaxFiniteCode)
     return sign | (s == Saturation::Saturating ? static_cast<uint8_t>(kMaxFiniteCode) : kInfCode);
   return sign | static_cast<uint8_t>(code);

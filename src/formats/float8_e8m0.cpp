@@ -14,18 +14,22 @@
 #include <limits>
 
 #include "formats/float_bits.hpp"
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
+namespace {
+using T = Traits<DType::Float8E8M0>;
+}  // namespace
 
 float decode_float8_e8m0(uint8_t b) {
-  if (b == 0xFF) return std::numeric_limits<float>::quiet_NaN();
-  return std::ldexp(1.0f, static_cast<int>(b) - 127);
+  if (b == T::kNaNCode) return std::numeric_limits<float>::quiet_NaN();
+  return std::ldexp(1.0f, static_cast<int>(b) - T::kExponentBias);
 }
 
 uint8_t encode_float8_e8m0(float v) {
   const uint32_t abs_bits = detail::f32_bits(v) & detail::kF32AbsMask;
-  if (abs_bits >= detail::kF32InfBits) return 0xFF;  // NaN, Inf
+  if (abs_bits >= detail::kF32InfBits) return T::kNaNCode;  // NaN, Inf
   if (abs_bits == 0) return 0x00;
   const uint32_t exp32 = abs_bits >> 23;
   const uint32_t man32 = abs_bits & 0x7FFFFFu;
@@ -38,9 +42,9 @@ uint8_t encode_float8_e8m0(float v) {
     const bool round_up = p > 0 && ((man32 >> (p - 1)) & 1u);
     e = p - 149 + (round_up ? 1 : 0);
   }
-  if (e < -127) return 0x00;
-  if (e > 127) return 0xFE;
-  return static_cast<uint8_t>(e + 127);
+  if (e < -T::kExponentBias) return 0x00;
+  if (e > T::kMaxCode - T::kExponentBias) return T::kMaxCode;
+  return static_cast<uint8_t>(e + T::kExponentBias);
 }
 
 }  // namespace qcoll::formats

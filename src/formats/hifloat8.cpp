@@ -19,16 +19,18 @@
 #include <limits>
 
 #include "formats/float_bits.hpp"
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
 namespace {
 
-constexpr uint8_t kNaNCode = 0x80;
-constexpr uint8_t kInfCode = 0x6F;
-constexpr uint8_t kMaxFiniteCode = 0x6E;  // 32768
-constexpr int kMinExp = -22;              // 0x01 = 2^-22
-constexpr int kMaxExp = 15;
+using T = Traits<DType::HiFloat8>;
+constexpr uint8_t kNaNCode = T::kNaNCode;
+constexpr uint8_t kInfCode = T::kInfCode;
+constexpr uint8_t kMaxFiniteCode = T::kMaxCode;  // 32768
+constexpr int kMinExp = T::kMinExponent;         // 0x01 = 2^-22
+constexpr int kMaxExp = T::kMaxExponent;
 
 struct Binade {
   uint8_t mant_bits;
@@ -38,7 +40,7 @@ struct Binade {
 constexpr Binade binade_of(int e) {
   const int m = e < 0 ? -e : e;
   const uint8_t neg = e < 0 ? 1 : 0;
-  if (e <= -16) return {0, static_cast<uint8_t>(e + 23)};                       // denormal
+  if (e <= -16) return {0, static_cast<uint8_t>(e + T::kDenormalOffset)};        // denormal
   if (m == 0) return {3, 0x08};                                                 // 0001
   if (m == 1) return {3, static_cast<uint8_t>(0x10 | (neg << 3))};              // 001
   if (m <= 3) return {3, static_cast<uint8_t>(0x20 | (neg << 4) | ((m - 2) << 3))};  // 01
@@ -57,10 +59,10 @@ constexpr std::array<Binade, kMaxExp - kMinExp + 1> kBinades = [] {
 float decode_hifloat8(uint8_t b) {
   if (b == 0x00) return 0.0f;
   if (b == kNaNCode) return std::numeric_limits<float>::quiet_NaN();
-  const float s = (b & 0x80) ? -1.0f : 1.0f;
-  const int v = b & 0x7F;
+  const float s = (b & T::kSignMask) ? -1.0f : 1.0f;
+  const int v = b & T::kAbsMask;
   if (v == kInfCode) return s * std::numeric_limits<float>::infinity();
-  if (v < 0x08) return s * std::ldexp(1.0f, v - 23);  // denormal
+  if (v < 0x08) return s * std::ldexp(1.0f, v - T::kDenormalOffset);  // denormal
   int mag, mant_bits, exp_neg;
   if (v >= 0x60) {
     mag = 8 + ((v >> 1) & 7); mant_bits = 1; exp_neg = v & 0x10;

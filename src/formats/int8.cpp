@@ -3,6 +3,7 @@
 // modes clamp.
 #include <cstdint>
 
+#include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::formats {
@@ -11,8 +12,9 @@ float decode_int8(uint8_t b) { return static_cast<float>(static_cast<int8_t>(b))
 
 uint8_t encode_int8(float v, Saturation /*s: INT8 always clamps*/) {
   if (!(v == v)) return 0;  // NaN
-  if (v >= 127.0f) return 127;
-  if (v <= -128.0f) return static_cast<uint8_t>(int8_t{-128});
+  using T = Traits<DType::Int8>;
+  if (v >= T::kMaxFinite) return T::kMaxCode;
+  if (v <= T::kMinValue) return T::kMinCode;
   // |v| < 128 here: truncation and the remaining fraction are exact in fp32,
   // so the rounding below does not depend on the FPU rounding mode.
   const int t = static_cast<int>(v);
