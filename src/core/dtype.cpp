@@ -1,3 +1,4 @@
+// Names of the dtypes and their aliases (qcoll/dtype.hpp).
 #include "qcoll/dtype.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Names of the status codes (qcoll/status.hpp).
 #include "qcoll/status.hpp"
 
 namespace qcoll {

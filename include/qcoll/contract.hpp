@@ -1,0 +1,121 @@
+// qcoll: the contract's facts, each stated once (docs/contract.md). Every layer, the tools
+// and the Python package ask here instead of re-typing a number or a rule:
+//   - the two quantization modes: KG (fp32 scales, one per 128 elements) and MX (E8M0
+//     scales, one per 32 elements, laid out (..., H/64, 2)); the scales' shape and bytes;
+//   - which dtypes an x, an MX x, an output and a scales tensor may have;
+//   - the H rules (quantizers: a positive multiple of the mode's H multiple; operators: a
+//     multiple of 128 in [1024, 8192]), the rank counts (2, 4, 8), the output shapes;
+//   - the HiF8 KG target range and the window rule (HCCL_BUFFSIZE).
+// Messages follow the project's shape `param: rule, got value`.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qcoll/dtype.hpp"
+#include "qcoll/status.hpp"
+
+namespace qcoll::contract {
+
+// ---- Dtypes (contract.md §api, §modes) ----
+
+// x of an operator or of a quantizer's output: int8, hifloat8, float8_e4m3fn, float8_e5m2.
+inline constexpr DType kXDtypes[] = {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2};
+// x in the MX mode: float8_e4m3fn, float8_e5m2.
+inline constexpr DType kMxXDtypes[] = {DType::Float8E4M3FN, DType::Float8E5M2};
+// Operator outputs: float, float16, bfloat16.
+inline constexpr DType kOutDtypes[] = {DType::Float, DType::Float16, DType::BFloat16};
+// Scales: float (KG) or float8_e8m0 (MX).
+inline constexpr DType kScalesDtypes[] = {DType::Float, DType::Float8E8M0};
+
+bool is_x_dtype(DType t);
+bool is_mx_x_dtype(DType t);
+bool is_out_dtype(DType t);
+bool is_scales_dtype(DType t);
+bool is_mx(DType scales_dtype);  // scales_dtype == Float8E8M0
+// x_dtype may go with scales_dtype: any x dtype with float scales, E4M3FN/E5M2 with E8M0.
+bool dtypes_fit(DType x_dtype, DType scales_dtype);
+
+// "int8, hifloat8, float8_e4m3fn or float8_e5m2": canonical names joined for a message.
+std::string dtype_list(std::span<const DType> types);
+// "float8_e5m2 (35)": a dtype's name and value, as messages quote a value seen.
+std::string dtype_text(DType t);
+
+// ---- Scale groups and the scales layout (contract.md §modes) ----
+
+inline constexpr std::size_t kKgGroup = 128;  // elements per fp32 scale
+inline constexpr std::size_t kMxGroup = 32;   // elements per E8M0 scale
+inline constexpr std::size_t kMxScalePair = 2;  // MX scales: (..., H/64, 2)
+inline constexpr std::size_t kMxHMultiple = kMxGroup * kMxScalePair;  // 64
+
+// Elements per scale: 128 (Float), 32 (Float8E8M0), 0 for any other dtype.
+std::size_t scale_group(DType scales_dtype);
+// What H must be a multiple of for a quantized tensor: 128 (KG), 64 (MX), 0 otherwise.
+std::size_t h_multiple(DType scales_dtype);
+// Bytes of scales per row of H elements: H/128*4 (KG), H/32 (MX); 0 for another dtype.
+std::size_t scales_row_bytes(DType scales_dtype, std::size_t H);
+// Number of scale elements of a (rows, H) tensor: rows*H/128 (KG), rows*H/32 (MX).
+std::size_t scales_count(DType scales_dtype, std::size_t rows, std::size_t H);
+// The scales' shape for x's shape (..., H): (..., H/128) (KG) or (..., H/64, 2) (MX).
+// Empty for an empty x shape or another scales dtype.
+std::vector<int64_t> scales_shape(DType scales_dtype, const std::vector<int64_t>& x_shape);
+// The mode in words, for messages: "KG" / "MX" (anything else: "?").
+const char* mode_name(DType scales_dtype);
+
+// ---- Quantizer arguments (contract.md §quantizers) ----
+
+// The HiF8 KG target (scale = amax / target): 0 (the library's default) or in
+// [kHif8TargetMin, kHif8TargetMax] (the largest finite HiF8 value).
+inline constexpr float kHif8TargetMin = 1.0f;
+inline constexpr float kHif8TargetMax = 32768.0f;
+bool hif8_target_ok(float target);
+
+// PARAM_INVALID naming the parameter, or Ok:
+//   x_dtype / scales_dtype combination of a quantize or dequantize call;
+Status check_quant_dtypes(DType x_dtype, DType scales_dtype);
+//   H of a quantized tensor: positive and a multiple of h_multiple(scales_dtype) (assumes a
+//   valid scales_dtype);
+Status check_quant_h(DType scales_dtype, std::size_t H);
+//   hif8_target (checked whatever the dtype; callers apply it to KG HiF8 only).
+Status check_hif8_target(float target);
+// All three in that order, the target only for KG HiF8: the rule of every quantizer and of
+// the dequantizer (null pointers are the caller's business).
+Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target = 0.0f);
+
+// ---- Operators (contract.md §api, §validation) ----
+
+enum class Op : int32_t { ReduceScatter = 1, AllReduce = 2 };
+const char* op_name(Op op);  // "QuantReduceScatter", "QuantAllReduce"
+
+inline constexpr int kRankCounts[] = {2, 4, 8};
+bool is_rank_count(int nranks);
+
+// Rule 7: H is a multiple of 128 in [1024, 8192].
+inline constexpr int64_t kOpHMultiple = 128;
+inline constexpr int64_t kOpHMin = 1024;
+inline constexpr int64_t kOpHMax = 8192;
+bool op_h_ok(int64_t H);
+
+// Rule 9: the output shape of `op` for x's shape over nranks ranks: (BS/n, H) for
+// reduce-scatter (BS = the product of all dimensions but the last, whatever x's rank),
+// x's shape for all-reduce. nullopt when there is no such shape: x_shape empty, a
+// dimension <= 0, the element count overflowing int64, nranks < 1, or BS not a multiple
+// of nranks for reduce-scatter.
+std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_t>& x_shape, int nranks);
+
+// ---- The window rule (contract.md §window; HCCL_BUFFSIZE is read by qcoll/settings.hpp) ----
+
+inline constexpr std::size_t kMiB = std::size_t{1} << 20;
+inline constexpr std::size_t kWindowSlots = 2;                  // double-buffered
+inline constexpr std::size_t kWindowSlotReserveBytes = kMiB;    // the vendor's "+ 1 MB"
+
+// Bytes of one slot available to chunk data: window/2 - 1 MB (0 when the window is <= 2 MB).
+std::size_t window_slot_bytes(std::size_t window_bytes);
+// The smallest window, in whole MB, whose slot holds chunk_bytes:
+// ceil(2 * (chunk_bytes + 1 MB) / 1 MB).
+std::size_t window_mb_for_chunk(std::size_t chunk_bytes);
+
+}  // namespace qcoll::contract

@@ -1,0 +1,74 @@
+// qcoll: the environment settings (contract.md §settings), each parsed here and nowhere
+// else, with one accepted range and one message.
+//
+// Every setting has a parse_*() function with the rule alone (text == nullptr means unset;
+// nullopt means the text breaks the rule) and a reader that takes the environment. A value
+// that breaks the rule is either
+//   - ignored with a warning on stderr, once per process and distinct value:
+//       qcoll: warning: NAME: must be RULE, got 'TEXT'; using DEFAULT
+//     (QCOLL_TIMEOUT_S, QCOLL_RANK_THREADS, QCOLL_KERNEL), or
+//   - an error (PARAM_INVALID) with the message  NAME: must be RULE, got "TEXT"
+//     (HCCL_BUFFSIZE, QCOLL_TRANSPORT: they size and choose a communicator, where a guess
+//     would be worse than a refusal).
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "qcoll/status.hpp"
+
+namespace qcoll::settings {
+
+// ---- QCOLL_TIMEOUT_S: how long a call (and communicator creation) waits for its peers ----
+// Seconds, fractional allowed ("2", "0.5"), finite, in (0, 1e6]. Unset: 60. Read at every call.
+inline constexpr const char* kTimeoutName = "QCOLL_TIMEOUT_S";
+inline constexpr double kDefaultTimeoutSeconds = 60.0;
+inline constexpr double kMaxTimeoutSeconds = 1e6;
+std::optional<double> parse_timeout_seconds(const char* text);
+double timeout_seconds();                 // the environment's value, or 60 (warning if bad)
+std::chrono::nanoseconds call_timeout();  // the same, as a duration
+
+// ---- QCOLL_RANK_THREADS: threads one rank uses for its dequantize-and-reduce ----
+// A whole number in [1, 64]; "auto", "0" or unset: auto (0 here; the caller shares the
+// cores among its local ranks). Read at every call.
+inline constexpr const char* kRankThreadsName = "QCOLL_RANK_THREADS";
+inline constexpr int kMaxRankThreads = 64;
+std::optional<int> parse_rank_threads(const char* text);  // 0 = auto
+int rank_threads();                                       // 0 = auto (also for a bad value)
+
+// ---- HCCL_BUFFSIZE: the staging window per rank, in MB ----
+// A whole number in [1, 1048576] (no sign, no spaces); unset or empty: 200. Read when a
+// communicator is created. The rule on what a window must hold: qcoll/contract.hpp.
+inline constexpr const char* kBuffSizeName = "HCCL_BUFFSIZE";
+inline constexpr std::size_t kDefaultBuffSizeMiB = 200;
+inline constexpr std::size_t kMaxBuffSizeMiB = std::size_t{1} << 20;  // 1 TiB
+std::optional<std::size_t> parse_buffsize_mib(const char* text);
+// The window in bytes, or PARAM_INVALID naming HCCL_BUFFSIZE and the text seen.
+Status window_bytes(std::size_t& bytes);
+
+// ---- QCOLL_TRANSPORT: the transport of a process communicator ----
+// auto (shm when every rank is on one host, else mpi), shm or mpi; unset or empty: auto.
+// Read when a communicator is created.
+inline constexpr const char* kTransportName = "QCOLL_TRANSPORT";
+enum class Transport : int { Auto = 0, Shm = 1, Mpi = 2 };
+const char* transport_name(Transport t);  // "auto", "shm", "mpi"
+std::optional<Transport> parse_transport(const char* text);
+// The choice, or PARAM_INVALID naming QCOLL_TRANSPORT and the text seen.
+Status transport(Transport& t);
+
+// ---- QCOLL_KERNEL: the dequantize-and-reduce path ----
+// auto (the best SIMD target of this CPU) or scalar (the reference path); unset or empty:
+// auto. Read once per process, at the first call.
+inline constexpr const char* kKernelName = "QCOLL_KERNEL";
+enum class Kernel : int { Auto = 0, Scalar = 1 };
+std::optional<Kernel> parse_kernel(const char* text);
+Kernel kernel();  // the first call's reading, for the whole process (warning if bad)
+
+// ---- The message shapes above, for the settings and their tests ----
+// "NAME: must be RULE, got 'TEXT'; using FALLBACK" (without the "qcoll: warning: " prefix).
+std::string bad_value_warning(const char* name, const char* text);
+// "NAME: must be RULE, got \"TEXT\"".
+std::string bad_value_error(const char* name, const char* text);
+
+}  // namespace qcoll::settings

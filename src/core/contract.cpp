@@ -1,0 +1,162 @@
+// The contract's facts (qcoll/contract.hpp).
+#include "qcoll/contract.hpp"
+
+#include <algorithm>
+
+namespace qcoll::contract {
+namespace {
+
+bool contains(std::span<const DType> set, DType t) { return std::find(set.begin(), set.end(), t) != set.end(); }
+
+Status invalid(std::string msg) { return Status::Error(StatusCode::ParamInvalid, std::move(msg)); }
+
+}  // namespace
+
+// ---- Dtypes ----
+
+bool is_x_dtype(DType t) { return contains(kXDtypes, t); }
+bool is_mx_x_dtype(DType t) { return contains(kMxXDtypes, t); }
+bool is_out_dtype(DType t) { return contains(kOutDtypes, t); }
+bool is_scales_dtype(DType t) { return contains(kScalesDtypes, t); }
+bool is_mx(DType scales_dtype) { return scales_dtype == DType::Float8E8M0; }
+
+bool dtypes_fit(DType x_dtype, DType scales_dtype) {
+  if (scales_dtype == DType::Float) return is_x_dtype(x_dtype);
+  if (is_mx(scales_dtype)) return is_mx_x_dtype(x_dtype);
+  return false;
+}
+
+std::string dtype_list(std::span<const DType> types) {
+  std::string s;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (i > 0) s += i + 1 == types.size() ? " or " : ", ";
+    s += dtype_name(types[i]);
+  }
+  return s;
+}
+
+std::string dtype_text(DType t) {
+  return std::string(dtype_name(t)) + " (" + std::to_string(static_cast<int32_t>(t)) + ")";
+}
+
+// ---- Scale groups and the scales layout ----
+
+std::size_t scale_group(DType scales_dtype) {
+  switch (scales_dtype) {
+    case DType::Float: return kKgGroup;
+    case DType::Float8E8M0: return kMxGroup;
+    default: return 0;
+  }
+}
+
+std::size_t h_multiple(DType scales_dtype) {
+  switch (scales_dtype) {
+    case DType::Float: return kKgGroup;
+    case DType::Float8E8M0: return kMxHMultiple;
+    default: return 0;
+  }
+}
+
+std::size_t scales_row_bytes(DType scales_dtype, std::size_t H) {
+  const std::size_t g = scale_group(scales_dtype);
+  return g == 0 ? 0 : H / g * dtype_size(scales_dtype);
+}
+
+std::size_t scales_count(DType scales_dtype, std::size_t rows, std::size_t H) {
+  const std::size_t g = scale_group(scales_dtype);
+  return g == 0 ? 0 : rows * H / g;
+}
+
+std::vector<int64_t> scales_shape(DType scales_dtype, const std::vector<int64_t>& x_shape) {
+  if (x_shape.empty() || !is_scales_dtype(scales_dtype)) return {};
+  std::vector<int64_t> s(x_shape.begin(), x_shape.end() - 1);
+  const int64_t H = x_shape.back();
+  if (is_mx(scales_dtype)) {
+    s.push_back(H / static_cast<int64_t>(kMxHMultiple));
+    s.push_back(static_cast<int64_t>(kMxScalePair));
+  } else {
+    s.push_back(H / static_cast<int64_t>(kKgGroup));
+  }
+  return s;
+}
+
+const char* mode_name(DType scales_dtype) {
+  return scales_dtype == DType::Float ? "KG" : is_mx(scales_dtype) ? "MX" : "?";
+}
+
+// ---- Quantizer arguments ----
+
+bool hif8_target_ok(float target) {
+  return target == 0.0f || (target >= kHif8TargetMin && target <= kHif8TargetMax);
+}
+
+Status check_quant_dtypes(DType x_dtype, DType scales_dtype) {
+  if (scales_dtype == DType::Float) {
+    if (!dtypes_fit(x_dtype, scales_dtype))
+      return invalid("x_dtype: KG (float scales) takes " + dtype_list(kXDtypes) + ", got " + dtype_text(x_dtype));
+  } else if (is_mx(scales_dtype)) {
+    if (!dtypes_fit(x_dtype, scales_dtype))
+      return invalid("x_dtype: MX (float8_e8m0 scales) takes " + dtype_list(kMxXDtypes) + ", got " +
+                     dtype_text(x_dtype));
+  } else {
+    return invalid("scales_dtype: must be float (KG) or float8_e8m0 (MX), got " + dtype_text(scales_dtype));
+  }
+  return Status::Ok();
+}
+
+Status check_quant_h(DType scales_dtype, std::size_t H) {
+  const std::size_t multiple = h_multiple(scales_dtype);
+  if (H == 0 || multiple == 0 || H % multiple != 0)
+    return invalid("H: must be a positive multiple of " + std::to_string(multiple) + " for " + mode_name(scales_dtype) +
+                   " quantization, got " + std::to_string(H));
+  return Status::Ok();
+}
+
+Status check_hif8_target(float target) {
+  if (!hif8_target_ok(target))
+    return invalid("hif8_target: must be 0 (default) or in [" + std::to_string(static_cast<int>(kHif8TargetMin)) +
+                   ", " + std::to_string(static_cast<int>(kHif8TargetMax)) + "], got " + std::to_string(target));
+  return Status::Ok();
+}
+
+Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target) {
+  if (Status st = check_quant_dtypes(x_dtype, scales_dtype); !st.ok()) return st;
+  if (Status st = check_quant_h(scales_dtype, H); !st.ok()) return st;
+  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8) return check_hif8_target(hif8_target);
+  return Status::Ok();
+}
+
+// ---- Operators ----
+
+const char* op_name(Op op) { return op == Op::AllReduce ? "QuantAllReduce" : "QuantReduceScatter"; }
+
+bool is_rank_count(int nranks) {
+  return std::find(std::begin(kRankCounts), std::end(kRankCounts), nranks) != std::end(kRankCounts);
+}
+
+bool op_h_ok(int64_t H) { return H % kOpHMultiple == 0 && H >= kOpHMin && H <= kOpHMax; }
+
+std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_t>& x_shape, int nranks) {
+  if (x_shape.empty() || nranks < 1) return std::nullopt;
+  int64_t count = 1;
+  for (int64_t d : x_shape)
+    if (d <= 0 || __builtin_mul_overflow(count, d, &count)) return std::nullopt;
+  if (op == Op::AllReduce) return x_shape;
+  const int64_t H = x_shape.back();
+  const int64_t BS = count / H;
+  if (BS % nranks != 0) return std::nullopt;
+  return std::vector<int64_t>{BS / nranks, H};
+}
+
+// ---- The window rule ----
+
+std::size_t window_slot_bytes(std::size_t window_bytes) {
+  const std::size_t slot = window_bytes / kWindowSlots;
+  return slot > kWindowSlotReserveBytes ? slot - kWindowSlotReserveBytes : 0;
+}
+
+std::size_t window_mb_for_chunk(std::size_t chunk_bytes) {
+  return (kWindowSlots * (chunk_bytes + kWindowSlotReserveBytes) + kMiB - 1) / kMiB;
+}
+
+}  // namespace qcoll::contract
