@@ -23,10 +23,10 @@
 #include "activations.hpp"
 #include "cli_error.hpp"
 #include "command.hpp"
-#include "kernels/dequant_reduce.hpp"
 #include "operator_call.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/formats.hpp"
+#include "qcoll/qcoll.hpp"
 #include "qcoll/quant.hpp"
 #include "rank_runner.hpp"
 
@@ -324,7 +324,7 @@ int run_demo(const DemoArgs& a) {
     j["seed"] = a.seed;
     j["reps"] = a.reps;
     j["outlier_channels"] = outliers;
-    j["kernel"] = kernels::dequant_reduce_target();
+    j["kernel"] = qcoll::kernel_target();
     j["rows"] = nlohmann::ordered_json::array();
     for (const Row& r : rows) {
       nlohmann::ordered_json o;
@@ -348,7 +348,7 @@ int run_demo(const DemoArgs& a) {
   std::printf("data: Gaussian activations, per-token scale, %zu outlier channels at 10-100x; seed %llu (rank r uses seed+r)\n",
               outliers, static_cast<unsigned long long>(a.seed));
   std::printf("errors vs the exact fp64 sum of the unquantized tensors; time: median of %d runs, all ranks (kernel %s)\n\n",
-              a.reps, kernels::dequant_reduce_target());
+              a.reps, qcoll::kernel_target().c_str());
   std::printf("%-21s %-20s %13s %8s %10s %12s %12s\n", "mode", "x + scales", "sent/rank", "vs bf16", "time", "rel RMS err", "max abs err");
   std::printf("%-21s %-20s %13s %8s %10s %12s %12s\n", "", "", "(x+scales)", "", "(ms)", "", "(/max|sum|)");
   for (const Row& r : rows) {

@@ -93,6 +93,16 @@ const char *qcollGetRecentErrMsg(void);
 /* "SUCCESS", "PARAM_NULLPTR", "PARAM_INVALID", "RUNTIME_ERROR", "INNER_ERROR" or "UNKNOWN". */
 const char *qcollStatusName(qcollStatus status);
 
+/* The communicator `group` as the calling thread sees it: its rank, size and transport
+ * ("threads", "shm" or "mpi"; a static string). Any out-pointer may be null. Returns
+ * PARAM_NULLPTR for a null name and PARAM_INVALID when no communicator of that name is
+ * registered for the calling thread or process. */
+qcollStatus qcollGroupInfo(const char *group, int32_t *rank, int32_t *size, const char **transport);
+
+/* The path the dequantize-and-reduce kernels take on this CPU: "scalar" (QCOLL_KERNEL=scalar)
+ * or the SIMD target's name ("AVX3_DL", "AVX3", "AVX2", "NEON", ...). A static string. */
+const char *qcollKernelTarget(void);
+
 #ifdef __cplusplus
 }
 #endif

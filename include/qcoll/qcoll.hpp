@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -135,5 +136,17 @@ inline void quant_all_reduce(const TensorView& x, const TensorView& scales, cons
                              const TensorView& out, const std::string& reduce_op = "sum") {
   quant_all_reduce(x, scales, group.name(), out, reduce_op);
 }
+
+// The communicator `group` as the calling thread sees it (qcollGroupInfo); nullopt when no
+// communicator of that name is registered for this thread or process.
+struct GroupInfo {
+  int rank = 0;
+  int size = 0;
+  std::string transport;  // "threads", "shm", "mpi"
+};
+std::optional<GroupInfo> group_info(const std::string& group);
+
+// The kernels' path on this CPU ("scalar" or the SIMD target, e.g. "AVX3_DL", "AVX2").
+std::string kernel_target();
 
 }  // namespace qcoll

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "comm/registry.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/qcoll.h"
+#include "qcoll/qcoll.hpp"
 #include "status_error.hpp"
 
 namespace qcoll::python {
@@ -135,9 +135,9 @@ void bind_ops(nb::module_& m) {
 
   m.def("resolve_group",
         [](const std::string& name) -> std::optional<std::tuple<int, int, std::string>> {
-          auto c = comm::resolve(name);
-          if (!c) return std::nullopt;
-          return std::make_tuple(c->rank(), c->size(), std::string(c->transport()));
+          auto info = qcoll::group_info(name);
+          if (!info) return std::nullopt;
+          return std::make_tuple(info->rank, info->size, info->transport);
         },
         nb::arg("name"),
         "(rank, size, transport) of the communicator `name` as seen by the calling thread, or None.");
