@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
-#include "kernels/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 namespace qcoll::kernels {
 
@@ -15,7 +15,7 @@ void dequant_reduce_parallel(const ReduceArgs& a, int nthreads) {
   const std::size_t unit = std::max<std::size_t>(g, 64);  // whole groups, 64-byte steps of x
   const std::size_t units = (a.count + unit - 1) / unit;
   const int parts = static_cast<int>(std::min<std::size_t>(
-      units, static_cast<std::size_t>(std::clamp(nthreads, 1, WorkerPool::kMaxWorkers + 1))));
+      units, static_cast<std::size_t>(std::clamp(nthreads, 1, core::WorkerPool::kMaxWorkers + 1))));
   if (parts <= 1) {
     dequant_reduce(a);
     return;
@@ -23,7 +23,7 @@ void dequant_reduce_parallel(const ReduceArgs& a, int nthreads) {
   const std::size_t scale_bytes = a.scales_dtype == DType::Float ? 4 : 1;
   const std::size_t out_bytes = dtype_size(a.out_dtype);
   const auto n = static_cast<std::size_t>(a.nsrc);
-  WorkerPool::shared().run(parts, [&](int p) {
+  core::WorkerPool::shared().run(parts, [&](int p) {
     // Part p gets units [units*p/parts, units*(p+1)/parts).
     const std::size_t begin = std::min(a.count, units * p / parts * unit);
     const std::size_t end = std::min(a.count, units * (p + 1) / parts * unit);

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
-#include "kernels/float_env.hpp"
+#include "core/float_env.hpp"
 #include "kernels/output_cast.hpp"
 #include "qcoll/formats.hpp"
 
@@ -13,7 +13,7 @@ namespace qcoll::kernels {
 void dequant_reduce_scalar(const ReduceArgs& a) {
   if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
   if (a.count == 0) return;
-  const KeepSubnormals keep_subnormals;
+  const core::KeepSubnormals keep_subnormals;
   const float* x_table = formats::decode_table(a.x_dtype);
   const bool mx = a.scales_dtype == DType::Float8E8M0;
   const float* e8m0_table = mx ? formats::decode_table(DType::Float8E8M0) : nullptr;

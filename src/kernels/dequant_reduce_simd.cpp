@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
-#include "kernels/float_env.hpp"
+#include "core/float_env.hpp"
 #include "kernels/hif8_fp16_tables.hpp"
 #include "kernels/output_cast.hpp"
 #include "qcoll/formats.hpp"
@@ -453,7 +453,7 @@ void dequant_reduce(const ReduceArgs& a) {
     dequant_reduce_scalar(a);
     return;
   }
-  const KeepSubnormals keep_subnormals;
+  const core::KeepSubnormals keep_subnormals;
   HWY_DYNAMIC_DISPATCH(DequantReduceSimd)(a);
 }
 
@@ -478,7 +478,7 @@ bool dequant_reduce_on_target(std::string_view target, const ReduceArgs& a) {
     const int64_t mask = (HWY_CHOSEN_TARGET_SHIFT(t) | HWY_CHOSEN_TARGET_MASK_SCALAR) &
                          HWY_CHOSEN_TARGET_MASK_TARGETS;
     const std::size_t index = hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(mask));
-    const KeepSubnormals keep_subnormals;
+    const core::KeepSubnormals keep_subnormals;
     HWY_DISPATCH_TABLE(DequantReduceSimd)[index](a);
     return true;
   }

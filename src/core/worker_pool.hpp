@@ -1,4 +1,5 @@
-// A small persistent pool of worker threads for splitting one kernel call over cores.
+// A small persistent pool of worker threads for splitting one call over cores (shared
+// infrastructure: the kernels and the quantizers use it).
 // One process-wide pool (WorkerPool::shared()) grows on demand up to kMaxWorkers threads
 // and is joined when the process exits (static destruction); idle workers sleep on a
 // condition variable. Several threads may call run() at once: every caller also runs
@@ -12,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace qcoll::kernels {
+namespace qcoll::core {
 
 class WorkerPool {
  public:
@@ -53,4 +54,4 @@ class WorkerPool {
   bool stopping_ = false;
 };
 
-}  // namespace qcoll::kernels
+}  // namespace qcoll::core

@@ -1,9 +1,9 @@
-#include "kernels/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 #include <algorithm>
 #include <exception>
 
-namespace qcoll::kernels {
+namespace qcoll::core {
 
 struct WorkerPool::Batch {
   const std::function<void(int)>* part = nullptr;
@@ -94,4 +94,4 @@ void WorkerPool::run(int parts, const std::function<void(int)>& part) {
   if (batch.error) std::rethrow_exception(batch.error);
 }
 
-}  // namespace qcoll::kernels
+}  // namespace qcoll::core

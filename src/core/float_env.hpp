@@ -1,4 +1,4 @@
-// Keeps subnormals for the duration of a kernel call: clears flush-to-zero and
+// Keeps subnormals for the duration of a kernel or quantizer call: clears flush-to-zero and
 // denormals-are-zero (x86 MXCSR FTZ/DAZ, AArch64 FPCR FZ) and restores the caller's
 // setting afterwards. A process (or a library in it) may have turned them on, and new
 // threads inherit the creating thread's setting; contract.md §numerics-reduction forbids flushing.
@@ -9,7 +9,7 @@
 #include <xmmintrin.h>
 #endif
 
-namespace qcoll::kernels {
+namespace qcoll::core {
 
 class KeepSubnormals {
  public:
@@ -43,4 +43,4 @@ class KeepSubnormals {
 #endif
 };
 
-}  // namespace qcoll::kernels
+}  // namespace qcoll::core
