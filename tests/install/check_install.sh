@@ -27,5 +27,6 @@ echo "check_install: pkg-config --cflags --libs qcoll"
 export PKG_CONFIG_PATH="$pcdir"
 flags=$(pkg-config --cflags --libs --static qcoll)
 cc -std=c11 -o "$work/c_pc" "$src/examples/c_reduce_scatter.c" $flags
-"$work/c_pc" >/dev/null
+# A shared libqcoll is found through the .pc file's libdir (nothing sets an rpath here).
+LD_LIBRARY_PATH="$(pkg-config --variable=libdir qcoll)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/c_pc" >/dev/null
 echo "check_install: 3 passed, 0 failed"
