@@ -10,9 +10,9 @@
 //   - the low byte(s) of the float, read as a code, decode and re-encode to the same code
 //     (round trip of every finite code);
 //   - saturating encode is monotonic: consecutive records of one format keep their order.
-// FLOAT16 and BFLOAT16 are checked against reference decoders written here (bit formulas),
-// the 8-bit formats against the library's decode tables (tests/ check them against contract.md §formats
-// tables). INT8 and E8M0 against formulas (round-half-even + clamp; frexp).
+// Every reference is the test oracle's (tests/oracle.hpp: decoders from the contract.md §formats
+// formulas, the nearest-value search, INT8 round-half-even + clamp, E8M0 by frexp), never the
+// library's own tables.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include <limits>
 #include <vector>
 
+#include "oracle.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/formats.hpp"
 
@@ -39,64 +40,43 @@ namespace {
   std::abort();
 }
 
-// Independent reference decoders of the 16-bit formats.
-double ref_decode_fp16(uint16_t h) {
-  const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  const double s = (h & 0x8000) ? -1.0 : 1.0;
-  if (e == 0x1F) return m ? std::numeric_limits<double>::quiet_NaN() : s * INFINITY;
-  if (e == 0) return s * std::ldexp(m, -24);
-  return s * std::ldexp(1024 + m, e - 25);
-}
-double ref_decode_bf16(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float v;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
-// One format's non-negative representable values, sorted, plus a virtual "overflow" entry
-// one step above the largest finite value (where the next code would be).
+// One format's non-negative representable values, sorted (from the oracle's decoders), and
+// the virtual value one step above the largest finite one (where the next code would be).
 struct Format {
   const char* name;
-  std::vector<std::pair<double, uint32_t>> pos;  // (value, code), ascending; last = virtual
+  std::vector<oracle::Point> pts;  // ascending
+  double beyond;                   // overflow threshold after rounding
   uint32_t sign_bit;
   bool has_negative_zero;
-  bool ties_away;            // HiF8; else ties to even code
+  oracle::Ties ties;         // HiF8 away from zero; else to the even code
   uint32_t max_code;         // largest finite
   uint32_t overflow_code;    // non-saturating overflow (Inf, or E4M3FN's NaN)
   bool overflow_is_nan;
 };
 
-Format make8(const char* name, DType t, double next_value, uint32_t next_code, bool ties_away,
-             bool neg_zero, uint32_t overflow_code, bool overflow_nan) {
-  Format fm{name, {}, 0x80, neg_zero, ties_away, 0, overflow_code, overflow_nan};
-  const float* table = f::decode_table(t);
-  for (uint32_t b = 0; b < 0x80; ++b)
-    if (std::isfinite(table[b]) && table[b] >= 0) fm.pos.emplace_back(table[b], b);
-  std::sort(fm.pos.begin(), fm.pos.end());
-  fm.max_code = fm.pos.back().second;
-  fm.pos.emplace_back(next_value, next_code);
-  return fm;
-}
-
-Format make16(const char* name, double (*dec)(uint16_t), uint32_t inf_code, double next_value) {
-  Format fm{name, {}, 0x8000, true, false, inf_code - 1, inf_code, false};
-  for (uint32_t b = 0; b < inf_code; ++b) fm.pos.emplace_back(dec(static_cast<uint16_t>(b)), b);
-  // Codes are monotonic in value for both formats; the search relies on sorted order.
-  for (std::size_t i = 1; i < fm.pos.size(); ++i)
-    if (!(fm.pos[i - 1].first < fm.pos[i].first)) std::abort();
-  fm.pos.emplace_back(next_value, inf_code);
+template <class Decode>
+Format make(const char* name, Decode dec, unsigned ncodes, double beyond, uint32_t sign_bit, bool neg_zero,
+            oracle::Ties ties, uint32_t overflow_code, bool overflow_nan) {
+  Format fm{name, oracle::nonnegative_points(dec, ncodes), beyond, sign_bit, neg_zero, ties, 0, overflow_code,
+            overflow_nan};
+  fm.max_code = fm.pts.back().code;
   return fm;
 }
 
 const std::vector<Format>& formats() {
+  using oracle::Ties;
   static const std::vector<Format> all = [] {
+    auto e4m3 = [](unsigned b) { return oracle::decode_e4m3fn(static_cast<uint8_t>(b)); };
+    auto e5m2 = [](unsigned b) { return oracle::decode_e5m2(static_cast<uint8_t>(b)); };
+    auto hif8 = [](unsigned b) { return oracle::decode_hif8(static_cast<uint8_t>(b)); };
+    auto fp16 = [](unsigned b) { return oracle::decode_fp16(static_cast<uint16_t>(b)); };
+    auto bf16 = [](unsigned b) { return oracle::decode_bf16(static_cast<uint16_t>(b)); };
     std::vector<Format> v;
-    v.push_back(make8("e4m3fn", DType::Float8E4M3FN, 480.0, 0x7F, false, true, 0x7F, true));
-    v.push_back(make8("e5m2", DType::Float8E5M2, 65536.0, 0x7C, false, true, 0x7C, false));
-    v.push_back(make8("hif8", DType::HiFloat8, 49152.0, 0x6F, true, false, 0x6F, false));
-    v.push_back(make16("fp16", ref_decode_fp16, 0x7C00, 65536.0));
-    v.push_back(make16("bf16", ref_decode_bf16, 0x7F80, std::ldexp(1.0, 128)));
+    v.push_back(make("e4m3fn", e4m3, 256, 480.0, 0x80, true, Ties::ToEven, 0x7F, true));
+    v.push_back(make("e5m2", e5m2, 256, 65536.0, 0x80, true, Ties::ToEven, 0x7C, false));
+    v.push_back(make("hif8", hif8, 256, 49152.0, 0x80, false, Ties::AwayFromZero, 0x6F, false));
+    v.push_back(make("fp16", fp16, 0x7C00, 65536.0, 0x8000, true, Ties::ToEven, 0x7C00, false));
+    v.push_back(make("bf16", bf16, 0x7F80, std::ldexp(1.0, 128), 0x8000, true, Ties::ToEven, 0x7F80, false));
     return v;
   }();
   return all;
@@ -104,28 +84,10 @@ const std::vector<Format>& formats() {
 
 // The expected code of v (not NaN) under the rules above; *overflow when it does not fit.
 uint32_t expected_code(const Format& fm, float v, bool* overflow) {
-  const double m = std::fabs(static_cast<double>(v));
-  const auto& p = fm.pos;
-  *overflow = false;
-  std::size_t hi = std::lower_bound(p.begin(), p.end(), m,
-                                    [](const auto& e, double x) { return e.first < x; }) - p.begin();
-  std::size_t pick;
-  if (hi == p.size()) {
-    pick = p.size() - 1;  // beyond the virtual entry (Inf or huge): overflow
-  } else if (p[hi].first == m || hi == 0) {
-    pick = hi;
-  } else {
-    const std::size_t lo = hi - 1;
-    const double dlo = m - p[lo].first, dhi = p[hi].first - m;
-    if (dlo < dhi) pick = lo;
-    else if (dhi < dlo) pick = hi;
-    else pick = fm.ties_away ? hi : ((p[lo].second & 1) == 0 ? lo : hi);
-  }
-  if (pick == p.size() - 1) {
-    *overflow = true;
-    return 0;
-  }
-  uint32_t code = p[pick].second;
+  const auto mag = oracle::nearest(fm.pts, fm.beyond, fm.ties, std::fabs(static_cast<double>(v)));
+  *overflow = !mag;
+  if (!mag) return 0;
+  uint32_t code = *mag;
   if (std::signbit(v) && (code != 0 || fm.has_negative_zero)) code |= fm.sign_bit;
   return code;
 }
@@ -192,38 +154,31 @@ void check_float_format(int which, float v, uint32_t low_code) {
 
 void check_int8(float v) {
   const uint8_t got = f::encode_int8(v, Saturation::Saturating);
-  int want = 0;
-  if (!std::isnan(v)) {
-    const double r = std::nearbyint(static_cast<double>(v));  // default mode: half to even
-    want = static_cast<int>(std::clamp(r, -128.0, 127.0));
-  }
+  const int want = oracle::encode_int8(v);
   if (static_cast<int8_t>(got) != want) fail("int8 encode", 5, v, got, static_cast<uint8_t>(want));
 }
 
 void check_e8m0(float v, uint8_t low) {
   if (std::isfinite(v) && v > 0) {
-    int x;
-    const double m = std::frexp(static_cast<double>(v), &x);  // v = m * 2^x, m in [0.5, 1)
-    int e = (x - 1) + (m >= 0.75 ? 1 : 0);
-    e = std::clamp(e, -127, 127);
     const uint8_t got = f::encode_float8_e8m0(v);
-    if (got != e + 127) fail("e8m0 encode", 6, v, got, static_cast<unsigned>(e + 127));
+    const unsigned want = oracle::encode_e8m0(v);
+    if (got != want) fail("e8m0 encode", 6, v, got, want);
   }
   if (std::isnan(v) && f::encode_float8_e8m0(v) != 0xFF) fail("e8m0 NaN", 6, v, f::encode_float8_e8m0(v), 0xFF);
   if (low != 0xFF) {
     const float d = f::decode_float8_e8m0(low);
-    if (d != std::ldexp(1.0f, low - 127)) fail("e8m0 decode", 6, d, low, 0);
+    if (d != oracle::decode_e8m0(low)) fail("e8m0 decode", 6, d, low, 0);
     if (f::encode_float8_e8m0(d) != low) fail("e8m0 round trip", 6, d, f::encode_float8_e8m0(d), low);
   }
 }
 
 // 16-bit decoders against the reference formulas.
 void check_decode16(uint16_t h) {
-  const double a = f::decode_float16(h), b = ref_decode_fp16(h);
+  const double a = f::decode_float16(h), b = oracle::decode_fp16(h);
   // NaN: any NaN (the sign and payload of a decoded NaN are not specified).
   if (std::isnan(a) != std::isnan(b) || (!std::isnan(b) && (a != b || std::signbit(a) != std::signbit(b))))
     fail("fp16 decode", 3, static_cast<float>(a), h, 0);
-  const double c = f::decode_bfloat16(h), d = ref_decode_bf16(h);
+  const double c = f::decode_bfloat16(h), d = oracle::decode_bf16(h);
   if (std::isnan(c) != std::isnan(d) || (!std::isnan(d) && (c != d || std::signbit(c) != std::signbit(d))))
     fail("bf16 decode", 4, static_cast<float>(c), h, 0);
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ops_reference.hpp"
+#include "oracle.hpp"
 #include "qcoll/qcoll.h"
 
 namespace faults {
@@ -97,8 +97,8 @@ inline std::vector<uint8_t> reference_output(const RankCall& c, int n, int r, ui
   const auto sdt = static_cast<qcoll::DType>(c.scales_dtype);
   const auto odt = static_cast<qcoll::DType>(c.out_dtype);
   const std::size_t H = static_cast<std::size_t>(c.H), rows = static_cast<std::size_t>(c.rows);
-  if (c.reduce_scatter) return ref::reduce_rows(xdt, sdt, odt, xs, ss, H, r * rows / n, rows / n);
-  return ref::reduce_rows(xdt, sdt, odt, xs, ss, H, 0, rows);
+  if (c.reduce_scatter) return oracle::reduce_rows(xdt, sdt, odt, xs, ss, H, r * rows / n, rows / n);
+  return oracle::reduce_rows(xdt, sdt, odt, xs, ss, H, 0, rows);
 }
 
 // Runs rank `rank`'s part of a case on the calling thread (which joined the group, or is
@@ -144,7 +144,7 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
     const std::size_t osz = qcoll::dtype_size(odt);
     res.output_correct = want.size() == out.size();
     for (std::size_t i = 0; res.output_correct && i < out.size(); i += osz)
-      res.output_correct = ref::same_result(odt, out.data() + i, want.data() + i);
+      res.output_correct = oracle::same_result(odt, out.data() + i, want.data() + i);
   }
   qcollDestroyTensor(tx);
   qcollDestroyTensor(ts);

@@ -1,6 +1,6 @@
 // The qcoll program's operator commands, run as a user would (env QCOLL_CLI = the binary).
 // Inputs are .npy bytes built here by hand; outputs are read back with a minimal reader of
-// this file and compared bit for bit with a plain reference written here (decode formulas,
+// this file and compared bit for bit with the oracle (tests/oracle.hpp: decode formulas,
 // fp32 multiply then add in rank order, round-to-nearest-even casts). Refusals must exit
 // non-zero, explain themselves on stderr, and create no output file.
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "ops_reference.hpp"
+#include "oracle.hpp"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
@@ -77,35 +77,7 @@ NpyFile read_npy(const fs::path& path) {
 
 // ---- reference numerics ---------------------------------------------------------------------
 
-float decode_int8(uint8_t b) { return static_cast<float>(static_cast<int8_t>(b)); }
-// E4M3FN: bias 7, subnormal m * 2^-9 (no NaN bytes are generated here).
-float decode_e4m3(uint8_t b) {
-  int e = (b >> 3) & 0xF, m = b & 7;
-  float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1.0f + m / 8.0f, e - 7);
-  return (b & 0x80) ? -mag : mag;
-}
-// E5M2: bias 15, subnormal m * 2^-16 (no Inf/NaN bytes are generated here).
-float decode_e5m2(uint8_t b) {
-  int e = (b >> 2) & 0x1F, m = b & 3;
-  float mag = e == 0 ? std::ldexp(static_cast<float>(m), -16) : std::ldexp(1.0f + m / 4.0f, e - 15);
-  return (b & 0x80) ? -mag : mag;
-}
-float decode_e8m0(uint8_t b) { return std::ldexp(1.0f, b - 127); }
-
-uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-uint16_t bf16_rne(float f) {  // finite inputs
-  uint32_t u = f32_bits(f);
-  return static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
-}
-uint16_t f16_rne(float f) {
-  // The test reference's bit-level RNE (tests/ops_reference.hpp): clang has no x86
-  // _Float16 before version 15, and the sanitizer builds use clang-14.
-  return ref::to_fp16(f);
-}
+using oracle::f32_bits;
 
 enum class XType { Int8, E4M3, E5M2 };
 
@@ -149,36 +121,20 @@ std::vector<RankInput> random_inputs(const Case& c, uint32_t seed) {
   return in;
 }
 
-float dequant(const Case& c, const RankInput& r, std::size_t i) {
-  float v = c.x == XType::Int8 ? decode_int8(r.x[i]) : c.x == XType::E4M3 ? decode_e4m3(r.x[i]) : decode_e5m2(r.x[i]);
-  float s;
-  if (c.mx) {
-    s = decode_e8m0(r.scales[i / 32]);
-  } else {
-    std::memcpy(&s, &r.scales[(i / 128) * 4], 4);
-  }
-  return v * s;
-}
-
-// Expected output bytes of `rank` (rows [row0, row0 + rows) of the sum).
+// Expected output bytes of `rank` (rows [row0, row0 + rows) of the sum), from the oracle.
 Bytes reference_output(const Case& c, const std::vector<RankInput>& in, std::size_t row0, std::size_t rows) {
+  using qcoll::DType;
   const std::size_t h = static_cast<std::size_t>(c.x_shape.back());
-  Bytes out;
-  for (std::size_t i = row0 * h; i < (row0 + rows) * h; ++i) {
-    float acc = 0.0f;
-    for (const auto& r : in) {
-      float d = dequant(c, r, i);
-      acc = acc + d;
-    }
-    if (c.out_dtype == "float") {
-      uint32_t u = f32_bits(acc);
-      for (int k = 0; k < 4; ++k) out.push_back(static_cast<uint8_t>(u >> (8 * k)));
-    } else {
-      uint16_t u = c.out_dtype == "float16" ? f16_rne(acc) : bf16_rne(acc);
-      out.push_back(static_cast<uint8_t>(u));
-      out.push_back(static_cast<uint8_t>(u >> 8));
-    }
+  const DType xdt = c.x == XType::Int8 ? DType::Int8 : c.x == XType::E4M3 ? DType::Float8E4M3FN : DType::Float8E5M2;
+  const DType odt = c.out_dtype == "float" ? DType::Float : c.out_dtype == "float16" ? DType::Float16 : DType::BFloat16;
+  std::vector<const uint8_t*> xs, ss;
+  for (const auto& r : in) {
+    xs.push_back(r.x.data());
+    ss.push_back(r.scales.data());
   }
+  Bytes out(rows * h * qcoll::dtype_size(odt));
+  oracle::reduce(xdt, c.mx ? DType::Float8E8M0 : DType::Float, odt, xs.data(), ss.data(), in.size(), row0 * h,
+                 rows * h, out.data());
   return out;
 }
 

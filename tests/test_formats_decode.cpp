@@ -1,17 +1,19 @@
 // Decoding of all 256 codes of each 8-bit format against independent references
-// (tests/formats_reference.hpp), the contract.md §vectors decode vectors and the decode tables.
+// (tests/oracle.hpp), the contract.md §vectors decode vectors and the decode tables.
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 
-#include "formats_reference.hpp"
+#include "oracle.hpp"
 #include "qcoll/formats.hpp"
 
 namespace f = qcoll::formats;
 using qcoll::DType;
-using namespace qcoll_test;
+using oracle::kInf;
+using oracle::kNaN;
+using oracle::p2;
 
 namespace {
 
@@ -43,11 +45,11 @@ void check_all_codes(DType t, float (*decode)(uint8_t), Ref ref) {
 
 }  // namespace
 
-TEST(FormatsDecode, Int8AllCodes) { check_all_codes(DType::Int8, f::decode_int8, ref_int8); }
-TEST(FormatsDecode, E4M3FNAllCodes) { check_all_codes(DType::Float8E4M3FN, f::decode_float8_e4m3fn, ref_e4m3fn); }
-TEST(FormatsDecode, E5M2AllCodes) { check_all_codes(DType::Float8E5M2, f::decode_float8_e5m2, ref_e5m2); }
-TEST(FormatsDecode, E8M0AllCodes) { check_all_codes(DType::Float8E8M0, f::decode_float8_e8m0, ref_e8m0); }
-TEST(FormatsDecode, HiF8AllCodes) { check_all_codes(DType::HiFloat8, f::decode_hifloat8, ref_hif8); }
+TEST(FormatsDecode, Int8AllCodes) { check_all_codes(DType::Int8, f::decode_int8, oracle::decode_int8); }
+TEST(FormatsDecode, E4M3FNAllCodes) { check_all_codes(DType::Float8E4M3FN, f::decode_float8_e4m3fn, oracle::decode_e4m3fn); }
+TEST(FormatsDecode, E5M2AllCodes) { check_all_codes(DType::Float8E5M2, f::decode_float8_e5m2, oracle::decode_e5m2); }
+TEST(FormatsDecode, E8M0AllCodes) { check_all_codes(DType::Float8E8M0, f::decode_float8_e8m0, oracle::decode_e8m0); }
+TEST(FormatsDecode, HiF8AllCodes) { check_all_codes(DType::HiFloat8, f::decode_hifloat8, oracle::decode_hif8); }
 
 TEST(FormatsDecode, SpecialCodes) {
   // E4M3FN: only S.1111.111 is NaN, signed zeros, no infinity.

@@ -2,7 +2,7 @@
 // references: round trips of every finite code, every midpoint between neighbouring
 // values and the fp32 numbers just below and above it (overflow midpoints included),
 // the contract.md §vectors encode vectors, specials, and random inputs against a brute-force
-// nearest-value search (tests/formats_reference.hpp).
+// nearest-value search (tests/oracle.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,12 +12,12 @@
 #include <random>
 #include <vector>
 
-#include "formats_reference.hpp"
+#include "oracle.hpp"
 #include "qcoll/formats.hpp"
 
 namespace f = qcoll::formats;
 using f::Saturation;
-using namespace qcoll_test;
+using namespace oracle;
 
 namespace {
 
@@ -27,7 +27,7 @@ constexpr Saturation kModes[] = {Saturation::NonSaturating, Saturation::Saturati
 struct FormatCase {
   const char* name;
   uint8_t (*encode)(float, Saturation);
-  double (*ref_decode)(unsigned);
+  double (*ref_decode)(uint8_t);
   double beyond;          // the first value of the virtual next binade (overflow)
   Ties ties;
   unsigned max_code;      // largest finite positive code
@@ -37,11 +37,11 @@ struct FormatCase {
   unsigned nan_code_pos, nan_code_neg;
 };
 
-const FormatCase kE4M3 = {"e4m3fn", f::encode_float8_e4m3fn, ref_e4m3fn, 480.0, Ties::ToEven,
+const FormatCase kE4M3 = {"e4m3fn", f::encode_float8_e4m3fn, decode_e4m3fn, 480.0, Ties::ToEven,
                           0x7E, 0x7F, true, 0x7F, 0xFF};
-const FormatCase kE5M2 = {"e5m2", f::encode_float8_e5m2, ref_e5m2, 65536.0, Ties::ToEven,
+const FormatCase kE5M2 = {"e5m2", f::encode_float8_e5m2, decode_e5m2, 65536.0, Ties::ToEven,
                           0x7B, 0x7C, true, 0x7E, 0xFE};
-const FormatCase kHiF8 = {"hifloat8", f::encode_hifloat8, ref_hif8, 49152.0, Ties::AwayFromZero,
+const FormatCase kHiF8 = {"hifloat8", f::encode_hifloat8, decode_hif8, 49152.0, Ties::AwayFromZero,
                           0x6E, 0x6F, false, 0x80, 0x80};
 
 // Expected byte for a magnitude result (nullopt = overflow) and sign.
@@ -148,7 +148,7 @@ void check_random(const FormatCase& fc, int min_exp, int max_exp) {
     std::memcpy(&x, &bits, 4);
     if (std::isnan(x)) continue;
     const bool neg = std::signbit(x);
-    const auto mag = ref_nearest(pts, fc.beyond, fc.ties, std::fabs(static_cast<double>(x)));
+    const auto mag = nearest(pts, fc.beyond, fc.ties, std::fabs(static_cast<double>(x)));
     for (Saturation s : kModes) {
       ASSERT_EQ(hex(fc.encode(x, s)), hex(expected_byte(fc, mag, neg, s)))
           << fc.name << " x=" << std::hexfloat << x << " sat=" << int(s);

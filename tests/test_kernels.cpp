@@ -1,5 +1,5 @@
 // Tests of the dequantize-and-reduce kernels.
-//  - The scalar path against a reference written here from contract.md §formats, §numerics (decode by
+//  - The scalar path against the oracle (tests/oracle.hpp, from contract.md §formats, §numerics: decode by
 //    formula, fp16/bf16 rounding in double arithmetic), bits compared exactly. NaN
 //    results must be the canonical NaN of dequant_reduce.hpp (fp32 0x7FC00000, fp16
 //    0x7E00, bf16 0x7FC0): exact bits, no "both NaN" leniency.
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
+#include "oracle.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -28,115 +29,16 @@ using qcoll::kernels::ReduceArgs;
 
 namespace {
 
-// ---- Independent reference (contract.md §formats) -----------------------------------
+// ---- Independent reference: tests/oracle.hpp -------------------------------------------
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using oracle::bits_f32;
+using oracle::f32_bits;
 
-float ref_decode(DType t, uint8_t b) {
-  const double sign = (b & 0x80) ? -1.0 : 1.0;
-  switch (t) {
-    case DType::Int8: return static_cast<float>(b < 128 ? b : b - 256);
-    case DType::Float8E4M3FN: {
-      const int e = (b >> 3) & 0xF, m = b & 7;
-      if ((b & 0x7F) == 0x7F) return kNaN;
-      if (e == 0) return static_cast<float>(sign * m * std::ldexp(1.0, -9));
-      return static_cast<float>(sign * (1.0 + m / 8.0) * std::ldexp(1.0, e - 7));
-    }
-    case DType::Float8E5M2: {
-      const int e = (b >> 2) & 0x1F, m = b & 3;
-      if (e == 31) return m == 0 ? static_cast<float>(sign * HUGE_VAL) : kNaN;
-      if (e == 0) return static_cast<float>(sign * m * std::ldexp(1.0, -16));
-      return static_cast<float>(sign * (1.0 + m / 4.0) * std::ldexp(1.0, e - 15));
-    }
-    case DType::Float8E8M0: return b == 0xFF ? kNaN : static_cast<float>(std::ldexp(1.0, b - 127));
-    case DType::HiFloat8: {
-      const int v = b & 0x7F;
-      if (b == 0x00) return 0.0f;
-      if (b == 0x80) return kNaN;
-      if (v == 0x6F) return static_cast<float>(sign * HUGE_VAL);
-      int mag, mbits, mant;
-      bool neg;
-      if (v >= 0x60) { mag = 8 + ((v >> 1) & 7); neg = v & 0x10; mbits = 1; mant = v & 1; }
-      else if (v >= 0x40) { mag = 4 + ((v >> 2) & 3); neg = v & 0x10; mbits = 2; mant = v & 3; }
-      else if (v >= 0x20) { mag = 2 + ((v >> 3) & 1); neg = v & 0x10; mbits = 3; mant = v & 7; }
-      else if (v >= 0x10) { mag = 1; neg = v & 0x08; mbits = 3; mant = v & 7; }
-      else if (v >= 0x08) { mag = 0; neg = false; mbits = 3; mant = v & 7; }
-      else return static_cast<float>(sign * std::ldexp(1.0, v - 23));  // denormal
-      const int e = neg ? -mag : mag;
-      return static_cast<float>(sign * (1.0 + mant / double(1 << mbits)) * std::ldexp(1.0, e));
-    }
-    default: ADD_FAILURE() << "bad dtype"; return 0;
-  }
-}
-
-uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float bits_f32(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// Round the finite value v to `mant` fraction bits with minimum exponent `emin` (below
-// it a fixed quantum), ties to even, in double (exact for these widths).
-double round_to_format(double v, int mant, int emin) {
-  if (v == 0) return v;
-  int e;
-  std::frexp(std::fabs(v), &e);  // |v| = f * 2^e, f in [0.5, 1)
-  const int exp = std::max(e - 1, emin);
-  const double quantum = std::ldexp(1.0, exp - mant);
-  return std::nearbyint(v / quantum) * quantum;  // default rounding: to nearest even
-}
-
-uint16_t ref_fp16(float f) {
-  if (std::isnan(f)) return 0x7E00;
-  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  const double r = std::isinf(f) ? HUGE_VAL : round_to_format(f, 10, -14);
-  const double a = std::fabs(r);
-  if (a >= 65536.0) return sign | 0x7C00;
-  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(a / std::ldexp(1.0, -24));
-  int e;
-  std::frexp(a, &e);  // a = f * 2^e
-  const int exp = e - 1;
-  const auto mant = static_cast<uint16_t>(a / std::ldexp(1.0, exp - 10) - 1024.0);
-  return sign | static_cast<uint16_t>((exp + 15) << 10) | mant;
-}
-
-uint16_t ref_bf16(float f) {
-  if (std::isnan(f)) return 0x7FC0;
-  const double r = std::isinf(f) ? f : round_to_format(f, 7, -126);
-  if (std::fabs(r) >= std::ldexp(1.0, 128)) return std::signbit(f) ? 0xFF80 : 0x7F80;
-  return static_cast<uint16_t>(f32_bits(static_cast<float>(r)) >> 16);  // r is exact in fp32
-}
-
-std::size_t gsize(DType s) { return s == DType::Float ? 128 : 32; }
-std::size_t out_size(DType o) { return o == DType::Float ? 4 : 2; }
-
-// Reference output bytes for the inputs.
+// Reference output bytes for the inputs (canonical NaN bits, like the kernels).
 std::vector<uint8_t> reference(const ReduceArgs& a) {
-  const std::size_t g = gsize(a.scales_dtype);
-  std::vector<uint8_t> out(a.count * out_size(a.out_dtype));
-  for (std::size_t i = 0; i < a.count; ++i) {
-    volatile float acc = 0.0f;
-    for (int k = 0; k < a.nsrc; ++k) {
-      float s;
-      if (a.scales_dtype == DType::Float) std::memcpy(&s, a.scales[k] + 4 * (i / g), 4);
-      else s = ref_decode(DType::Float8E8M0, a.scales[k][i / g]);
-      volatile float d = ref_decode(a.x_dtype, a.x[k][i]) * s;
-      acc = acc + d;
-    }
-    const float sum = acc;
-    if (a.out_dtype == DType::Float) {
-      const uint32_t b = std::isnan(sum) ? 0x7FC00000u : f32_bits(sum);
-      std::memcpy(&out[4 * i], &b, 4);
-    } else {
-      const uint16_t h = a.out_dtype == DType::Float16 ? ref_fp16(sum) : ref_bf16(sum);
-      std::memcpy(&out[2 * i], &h, 2);
-    }
-  }
+  std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype));
+  oracle::reduce(a.x_dtype, a.scales_dtype, a.out_dtype, a.x, a.scales, static_cast<std::size_t>(a.nsrc), 0,
+                 a.count, out.data());
   return out;
 }
 
@@ -151,7 +53,7 @@ struct Inputs {
 
   Inputs(DType xt, DType st, DType ot, int n, std::size_t count, uint32_t seed) {
     std::mt19937 rng(seed);
-    const std::size_t g = gsize(st);
+    const std::size_t g = oracle::group_size(st);
     const std::size_t sbytes = st == DType::Float ? 4 : 1;
     for (int k = 0; k < n; ++k) {
       std::vector<uint8_t> xb(count + 1), sb(count / g * sbytes + 1);
@@ -200,7 +102,7 @@ struct Inputs {
 };
 
 std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
-  std::vector<uint8_t> out(a.count * out_size(a.out_dtype) + 1, 0xA5);
+  std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype) + 1, 0xA5);
   a.out = out.data() + 1;  // unaligned output too
   fn(a);
   EXPECT_EQ(out[0], 0xA5) << "wrote before the output";
@@ -245,42 +147,42 @@ const int kSources[] = {1, 2, 3, 4, 8};
 // ---- Reference self-checks (the reference against contract.md §vectors)----------------
 
 TEST(KernelReference, MatchesSpecVectors) {
-  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x01), std::ldexp(1.0f, -9));
-  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x07), 0.013671875f);
-  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0x7E), 448.0f);
-  EXPECT_EQ(ref_decode(DType::Float8E4M3FN, 0xB8), -1.0f);
-  EXPECT_TRUE(std::isnan(ref_decode(DType::Float8E4M3FN, 0xFF)));
-  EXPECT_EQ(ref_decode(DType::Float8E5M2, 0x03), 3 * std::ldexp(1.0f, -16));
-  EXPECT_EQ(ref_decode(DType::Float8E5M2, 0x7B), 57344.0f);
-  EXPECT_EQ(ref_decode(DType::Float8E5M2, 0xFC), -HUGE_VALF);
-  EXPECT_TRUE(std::isnan(ref_decode(DType::Float8E5M2, 0x7D)));
-  EXPECT_EQ(ref_decode(DType::Float8E8M0, 0x00), std::ldexp(1.0f, -127));
-  EXPECT_EQ(ref_decode(DType::Float8E8M0, 0xFE), std::ldexp(1.0f, 127));
+  EXPECT_EQ(oracle::decode_f(DType::Float8E4M3FN, 0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(oracle::decode_f(DType::Float8E4M3FN, 0x07), 0.013671875f);
+  EXPECT_EQ(oracle::decode_f(DType::Float8E4M3FN, 0x7E), 448.0f);
+  EXPECT_EQ(oracle::decode_f(DType::Float8E4M3FN, 0xB8), -1.0f);
+  EXPECT_TRUE(std::isnan(oracle::decode_f(DType::Float8E4M3FN, 0xFF)));
+  EXPECT_EQ(oracle::decode_f(DType::Float8E5M2, 0x03), 3 * std::ldexp(1.0f, -16));
+  EXPECT_EQ(oracle::decode_f(DType::Float8E5M2, 0x7B), 57344.0f);
+  EXPECT_EQ(oracle::decode_f(DType::Float8E5M2, 0xFC), -HUGE_VALF);
+  EXPECT_TRUE(std::isnan(oracle::decode_f(DType::Float8E5M2, 0x7D)));
+  EXPECT_EQ(oracle::decode_f(DType::Float8E8M0, 0x00), std::ldexp(1.0f, -127));
+  EXPECT_EQ(oracle::decode_f(DType::Float8E8M0, 0xFE), std::ldexp(1.0f, 127));
   const std::pair<uint8_t, float> hif8[] = {
       {0x08, 1.0f},   {0x09, 1.125f},  {0x10, 2.0f},  {0x18, 0.5f},  {0x20, 4.0f},
       {0x2F, 15.0f},  {0x40, 16.0f},   {0x4F, 224.f}, {0x60, 256.f}, {0x61, 384.f},
       {0x70, 0x1p-8f}, {0x7E, 0x1p-15f}, {0x7F, 1.5f * 0x1p-15f}, {0x01, 0x1p-22f},
       {0x07, 0x1p-16f}, {0x88, -1.0f},  {0x6E, 32768.f}};
-  for (auto [b, v] : hif8) EXPECT_EQ(ref_decode(DType::HiFloat8, b), v) << int(b);
-  EXPECT_EQ(ref_decode(DType::HiFloat8, 0x6F), HUGE_VALF);
+  for (auto [b, v] : hif8) EXPECT_EQ(oracle::decode_f(DType::HiFloat8, b), v) << int(b);
+  EXPECT_EQ(oracle::decode_f(DType::HiFloat8, 0x6F), HUGE_VALF);
   // Rounding helpers, on textbook values.
-  EXPECT_EQ(ref_fp16(1.0f), 0x3C00);
-  EXPECT_EQ(ref_fp16(65504.0f), 0x7BFF);
-  EXPECT_EQ(ref_fp16(65519.99f), 0x7BFF);
-  EXPECT_EQ(ref_fp16(65520.0f), 0x7C00);
-  EXPECT_EQ(ref_fp16(0x1p-24f), 0x0001);
-  EXPECT_EQ(ref_fp16(0x1p-25f), 0x0000);           // tie to even (0)
-  EXPECT_EQ(ref_fp16(3 * 0x1p-25f), 0x0002);       // tie to even (2)
-  EXPECT_EQ(ref_fp16(-0x1p-14f), 0x8400);
-  EXPECT_EQ(ref_fp16(1.0f + 0x1p-11f), 0x3C00);    // tie to even
-  EXPECT_EQ(ref_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);
-  EXPECT_EQ(ref_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(ref_bf16(bits_f32(0x3F808000u)), 0x3F80);  // tie to even
-  EXPECT_EQ(ref_bf16(bits_f32(0x3F818000u)), 0x3F82);
-  EXPECT_EQ(ref_bf16(bits_f32(0x7F7FFFFFu)), 0x7F80);  // rounds up to Inf
-  EXPECT_EQ(ref_bf16(bits_f32(0x00000001u)), 0x0000);
-  EXPECT_EQ(ref_bf16(bits_f32(0x80008000u)), 0x8000);  // tie to even (0)
-  EXPECT_EQ(ref_bf16(bits_f32(0x80018000u)), 0x8002);
+  EXPECT_EQ(oracle::to_fp16(1.0f), 0x3C00);
+  EXPECT_EQ(oracle::to_fp16(65504.0f), 0x7BFF);
+  EXPECT_EQ(oracle::to_fp16(65519.99f), 0x7BFF);
+  EXPECT_EQ(oracle::to_fp16(65520.0f), 0x7C00);
+  EXPECT_EQ(oracle::to_fp16(0x1p-24f), 0x0001);
+  EXPECT_EQ(oracle::to_fp16(0x1p-25f), 0x0000);           // tie to even (0)
+  EXPECT_EQ(oracle::to_fp16(3 * 0x1p-25f), 0x0002);       // tie to even (2)
+  EXPECT_EQ(oracle::to_fp16(-0x1p-14f), 0x8400);
+  EXPECT_EQ(oracle::to_fp16(1.0f + 0x1p-11f), 0x3C00);    // tie to even
+  EXPECT_EQ(oracle::to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);
+  EXPECT_EQ(oracle::to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(oracle::to_bf16(bits_f32(0x3F808000u)), 0x3F80);  // tie to even
+  EXPECT_EQ(oracle::to_bf16(bits_f32(0x3F818000u)), 0x3F82);
+  EXPECT_EQ(oracle::to_bf16(bits_f32(0x7F7FFFFFu)), 0x7F80);  // rounds up to Inf
+  EXPECT_EQ(oracle::to_bf16(bits_f32(0x00000001u)), 0x0000);
+  EXPECT_EQ(oracle::to_bf16(bits_f32(0x80008000u)), 0x8000);  // tie to even (0)
+  EXPECT_EQ(oracle::to_bf16(bits_f32(0x80018000u)), 0x8002);
 }
 
 // ---- Scalar path -------------------------------------------------------------------
@@ -294,7 +196,7 @@ TEST(ScalarKernel, MatchesIndependentReference) {
         const auto want = reference(in.args);
         const auto got = run(qcoll::kernels::dequant_reduce_scalar, in.args);
         ASSERT_EQ(got, want) << label(c, n, count) << ": "
-                             << first_diff(got, want, out_size(c.o));
+                             << first_diff(got, want, qcoll::dtype_size(c.o));
       }
     }
   }
@@ -315,7 +217,7 @@ TEST(ScalarKernel, DecodesEveryCode) {
     ReduceArgs a{x, DType::Float, DType::Float, 1, &xp, &sp, 256, out.data()};
     qcoll::kernels::dequant_reduce_scalar(a);
     for (int i = 0; i < 256; ++i) {
-      const float want = ref_decode(x, static_cast<uint8_t>(i));
+      const float want = oracle::decode_f(x, static_cast<uint8_t>(i));
       // 0 + (-0) is +0, and NaN is canonical.
       const uint32_t wb = std::isnan(want) ? 0x7FC00000u : f32_bits(want + 0.0f);
       EXPECT_EQ(f32_bits(out[i]), wb) << qcoll::dtype_name(x) << " code " << i;
@@ -338,7 +240,7 @@ TEST(ScalarKernel, OutputCastEdgeValues) {
     ReduceArgs a{DType::Int8, DType::Float, o, 1, &xp, &sp, count, nullptr};
     const auto want = reference(a);
     const auto got = run(qcoll::kernels::dequant_reduce_scalar, a);
-    EXPECT_EQ(got, want) << qcoll::dtype_name(o) << ": " << first_diff(got, want, out_size(o));
+    EXPECT_EQ(got, want) << qcoll::dtype_name(o) << ": " << first_diff(got, want, qcoll::dtype_size(o));
   }
   // Spot values written out: 0 + (-0) = +0; 65520 -> fp16 Inf; NaN canonical.
   ReduceArgs a{DType::Int8, DType::Float, DType::Float16, 1, &xp, &sp, count, nullptr};
@@ -406,7 +308,7 @@ void expect_same_as_scalar(const std::string& target) {
            {std::size_t{128}, std::size_t{384}, std::size_t{4096 + 128}, std::size_t{128 * 37}}) {
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = run(qcoll::kernels::dequant_reduce_scalar, in.args);
-        std::vector<uint8_t> out(count * out_size(c.o) + 1, 0xA5);
+        std::vector<uint8_t> out(count * qcoll::dtype_size(c.o) + 1, 0xA5);
         ReduceArgs a = in.args;
         a.out = out.data() + 1;
         if (target.empty()) {
@@ -417,7 +319,7 @@ void expect_same_as_scalar(const std::string& target) {
         EXPECT_EQ(out[0], 0xA5);
         const std::vector<uint8_t> got(out.begin() + 1, out.end());
         ASSERT_EQ(got, want) << (target.empty() ? "dispatch" : target) << " "
-                             << label(c, n, count) << ": " << first_diff(got, want, out_size(c.o));
+                             << label(c, n, count) << ": " << first_diff(got, want, qcoll::dtype_size(c.o));
       }
     }
   }
@@ -484,13 +386,13 @@ TEST(ParallelKernel, MatchesSingleThread) {
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = run(qcoll::kernels::dequant_reduce, in.args);
         for (int threads : {0, 1, 2, 3, 4}) {
-          std::vector<uint8_t> out(count * out_size(c.o) + 1, 0xA5);
+          std::vector<uint8_t> out(count * qcoll::dtype_size(c.o) + 1, 0xA5);
           ReduceArgs a = in.args;
           a.out = out.data() + 1;
           qcoll::kernels::dequant_reduce_parallel(a, threads);
           const std::vector<uint8_t> got(out.begin() + 1, out.end());
           ASSERT_EQ(got, want) << "threads=" << threads << " " << label(c, n, count) << ": "
-                               << first_diff(got, want, out_size(c.o));
+                               << first_diff(got, want, qcoll::dtype_size(c.o));
         }
       }
     }

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops_reference.hpp"
+#include "oracle.hpp"
 #include "qcoll/qcoll.hpp"
 
 using qcoll::DType;
@@ -89,17 +89,17 @@ TEST(CppApi, OperatorsMatchReference) {
       }
     });
   for (auto& t : ts) t.join();
-  const auto want = ref::reduce_rows(DType::Float8E4M3FN, DType::Float8E8M0, DType::BFloat16, x, s, H, 0, BS);
+  const auto want = oracle::reduce_rows(DType::Float8E4M3FN, DType::Float8E8M0, DType::BFloat16, x, s, H, 0, BS);
   for (int r = 0; r < n; ++r) {
     EXPECT_TRUE(ok[r].ok()) << ok[r].message;
     EXPECT_EQ(bad[r].code, qcoll::StatusCode::ParamInvalid);
     EXPECT_EQ(bad[r].message.rfind("reduceOp:", 0), 0u) << bad[r].message;
     EXPECT_TRUE(threw[r]);
     for (std::size_t i = 0; i < rs[r].size(); ++i)
-      ASSERT_TRUE(ref::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&rs[r][i]),
+      ASSERT_TRUE(oracle::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&rs[r][i]),
                                    want.data() + (r * rs[r].size() + i) * 2)) << "rank " << r << " i " << i;
     for (std::size_t i = 0; i < ar[r].size(); ++i)
-      ASSERT_TRUE(ref::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&ar[r][i]), want.data() + i * 2))
+      ASSERT_TRUE(oracle::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&ar[r][i]), want.data() + i * 2))
           << "rank " << r << " i " << i;
   }
 }

@@ -1,5 +1,5 @@
 // Both operators, every dtype combination, output dtype, group size and x rank, bit for bit
-// against the plain reference of ops_reference.hpp (NaN matches any NaN: payloads are not
+// against the plain reference of tests/oracle.hpp (NaN matches any NaN: payloads are not
 // part of the contract). QuantAllReduce: every rank's output is bit-identical.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "ops_harness.hpp"
-#include "ops_reference.hpp"
+#include "oracle.hpp"
 
 using harness::Op;
 using qcoll::DType;
@@ -70,7 +70,7 @@ TEST_P(OpsNumerics, BitExactAgainstReference) {
 
   for (DType odt : {DType::Float, DType::Float16, DType::BFloat16}) {
     const std::size_t osz = qcoll::dtype_size(odt);
-    const auto full_ref = ref::reduce_rows(c.x, c.s, odt, xs, ss, H, 0, rows);
+    const auto full_ref = oracle::reduce_rows(c.x, c.s, odt, xs, ss, H, 0, rows);
     for (int ndim : {2, 3}) {
       for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
         SCOPED_TRACE(std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) +
@@ -104,7 +104,7 @@ TEST_P(OpsNumerics, BitExactAgainstReference) {
           std::size_t bad = 0;
           for (std::size_t i = 0; i < out_rows * H; ++i) {
             const uint8_t* want = full_ref.data() + (row0 * H + i) * osz;
-            if (!ref::same_result(odt, outs[r].data() + i * osz, want) && bad++ < 3) {
+            if (!oracle::same_result(odt, outs[r].data() + i * osz, want) && bad++ < 3) {
               ADD_FAILURE() << "rank " << r << " element " << i << " differs from the reference";
             }
           }
@@ -130,46 +130,46 @@ INSTANTIATE_TEST_SUITE_P(AllCombos, OpsNumerics,
 // The reference itself against contract.md §vectors, so that a wrong reference cannot hide a
 // wrong library.
 TEST(OpsReference, DecodersMatchSpecVectors) {
-  EXPECT_EQ(ref::decode_e4m3fn(0x01), std::ldexp(1.0f, -9));
-  EXPECT_EQ(ref::decode_e4m3fn(0x07), 0.013671875f);
-  EXPECT_EQ(ref::decode_e4m3fn(0x7E), 448.0f);
-  EXPECT_TRUE(std::isnan(ref::decode_e4m3fn(0x7F)));
-  EXPECT_EQ(ref::decode_e4m3fn(0xB8), -1.0f);
-  EXPECT_EQ(ref::decode_e5m2(0x03), 3 * std::ldexp(1.0f, -16));
-  EXPECT_EQ(ref::decode_e5m2(0x7B), 57344.0f);
-  EXPECT_EQ(ref::decode_e5m2(0xFC), -INFINITY);
-  EXPECT_TRUE(std::isnan(ref::decode_e5m2(0x7D)));
-  EXPECT_EQ(ref::decode_e8m0(0x00), std::ldexp(1.0f, -127));
-  EXPECT_EQ(ref::decode_e8m0(0xFE), std::ldexp(1.0f, 127));
-  EXPECT_TRUE(std::isnan(ref::decode_e8m0(0xFF)));
+  EXPECT_EQ(oracle::decode_e4m3fn(0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(oracle::decode_e4m3fn(0x07), 0.013671875f);
+  EXPECT_EQ(oracle::decode_e4m3fn(0x7E), 448.0f);
+  EXPECT_TRUE(std::isnan(oracle::decode_e4m3fn(0x7F)));
+  EXPECT_EQ(oracle::decode_e4m3fn(0xB8), -1.0f);
+  EXPECT_EQ(oracle::decode_e5m2(0x03), 3 * std::ldexp(1.0f, -16));
+  EXPECT_EQ(oracle::decode_e5m2(0x7B), 57344.0f);
+  EXPECT_EQ(oracle::decode_e5m2(0xFC), -INFINITY);
+  EXPECT_TRUE(std::isnan(oracle::decode_e5m2(0x7D)));
+  EXPECT_EQ(oracle::decode_e8m0(0x00), std::ldexp(1.0f, -127));
+  EXPECT_EQ(oracle::decode_e8m0(0xFE), std::ldexp(1.0f, 127));
+  EXPECT_TRUE(std::isnan(oracle::decode_e8m0(0xFF)));
   const std::pair<uint8_t, float> hif8[] = {
       {0x08, 1.0f},   {0x09, 1.125f}, {0x10, 2.0f},  {0x18, 0.5f},   {0x20, 4.0f},
       {0x2F, 15.0f},  {0x40, 16.0f},  {0x4F, 224.0f}, {0x60, 256.0f}, {0x61, 384.0f},
       {0x70, std::ldexp(1.0f, -8)},  {0x7E, std::ldexp(1.0f, -15)},
       {0x7F, 1.5f * std::ldexp(1.0f, -15)}, {0x01, std::ldexp(1.0f, -22)},
       {0x07, std::ldexp(1.0f, -16)}, {0x88, -1.0f}, {0x6E, 32768.0f}, {0x00, 0.0f}};
-  for (auto [b, v] : hif8) EXPECT_EQ(ref::decode_hif8(b), v) << int(b);
-  EXPECT_TRUE(std::isnan(ref::decode_hif8(0x80)));
-  EXPECT_EQ(ref::decode_hif8(0xEF), -INFINITY);
+  for (auto [b, v] : hif8) EXPECT_EQ(oracle::decode_hif8(b), v) << int(b);
+  EXPECT_TRUE(std::isnan(oracle::decode_hif8(0x80)));
+  EXPECT_EQ(oracle::decode_hif8(0xEF), -INFINITY);
 }
 
 TEST(OpsReference, CastsRoundToNearestEven) {
-  EXPECT_EQ(ref::to_fp16(1.0f), 0x3C00);
-  EXPECT_EQ(ref::to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);        // tie -> even
-  EXPECT_EQ(ref::to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);    // tie -> even (up)
-  EXPECT_EQ(ref::to_fp16(65504.0f), 0x7BFF);
-  EXPECT_EQ(ref::to_fp16(65520.0f), 0x7C00);                            // overflow after rounding
-  EXPECT_EQ(ref::to_fp16(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(ref::to_fp16(std::ldexp(1.0f, -25)), 0x0000);               // tie -> even (0)
-  EXPECT_EQ(ref::to_fp16(std::ldexp(3.0f, -26)), 0x0001);
-  EXPECT_EQ(ref::to_fp16(-std::ldexp(1.0f, -14)), 0x8400);
-  EXPECT_EQ(ref::to_fp16(std::ldexp(1023.5f, -24)), 0x0400);            // rounds up to min normal
-  EXPECT_EQ(ref::to_fp16(-INFINITY), 0xFC00);
-  EXPECT_EQ(ref::to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(ref::to_bf16(std::bit_cast<float>(0x3F808000u)), 0x3F80);   // tie -> even
-  EXPECT_EQ(ref::to_bf16(std::bit_cast<float>(0x3F818000u)), 0x3F82);
-  EXPECT_EQ(ref::to_bf16(std::bit_cast<float>(0x7F7FFFFFu)), 0x7F80);   // rounds to Inf
-  EXPECT_EQ(ref::to_bf16(NAN) & 0x7FC0, 0x7FC0);
+  EXPECT_EQ(oracle::to_fp16(1.0f), 0x3C00);
+  EXPECT_EQ(oracle::to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);        // tie -> even
+  EXPECT_EQ(oracle::to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);    // tie -> even (up)
+  EXPECT_EQ(oracle::to_fp16(65504.0f), 0x7BFF);
+  EXPECT_EQ(oracle::to_fp16(65520.0f), 0x7C00);                            // overflow after rounding
+  EXPECT_EQ(oracle::to_fp16(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(oracle::to_fp16(std::ldexp(1.0f, -25)), 0x0000);               // tie -> even (0)
+  EXPECT_EQ(oracle::to_fp16(std::ldexp(3.0f, -26)), 0x0001);
+  EXPECT_EQ(oracle::to_fp16(-std::ldexp(1.0f, -14)), 0x8400);
+  EXPECT_EQ(oracle::to_fp16(std::ldexp(1023.5f, -24)), 0x0400);            // rounds up to min normal
+  EXPECT_EQ(oracle::to_fp16(-INFINITY), 0xFC00);
+  EXPECT_EQ(oracle::to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x3F808000u)), 0x3F80);   // tie -> even
+  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x3F818000u)), 0x3F82);
+  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x7F7FFFFFu)), 0x7F80);   // rounds to Inf
+  EXPECT_EQ(oracle::to_bf16(NAN) & 0x7FC0, 0x7FC0);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "comm/registry.hpp"
 #include "ops/timeout.hpp"
 #include "ops_harness.hpp"
-#include "ops_reference.hpp"
+#include "oracle.hpp"
 
 using harness::Op;
 using qcoll::DType;
@@ -310,7 +310,7 @@ TEST_F(Safety, StagedPathMatchesReference) {
   for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
     auto res = run_staged(op, 4, 1 << 20, -1, [](int, uint64_t w) { return w; });
     const std::size_t out_rows = op == Op::ReduceScatter ? 2 : 8;
-    const auto want = ref::reduce_rows(DType::Int8, DType::Float, DType::Float, all_inputs(res, false),
+    const auto want = oracle::reduce_rows(DType::Int8, DType::Float, DType::Float, all_inputs(res, false),
                                        all_inputs(res, true), H, 0, 8);
     for (int r = 0; r < 4; ++r) {
       ASSERT_EQ(res.st[r], QCOLL_SUCCESS) << res.msg[r];

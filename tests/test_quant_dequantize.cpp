@@ -8,16 +8,16 @@
 #include <vector>
 
 #include "qcoll/quant.hpp"
-#include "quant_reference.hpp"
+#include "oracle.hpp"
 
 using qcoll::DType;
-using namespace quant_ref;
+using namespace oracle;
 namespace qq = qcoll::quant;
 
 namespace {
 
 bool same_float(float a, float b) {
-  return (std::isnan(a) && std::isnan(b)) || to_bits(a) == to_bits(b);
+  return (std::isnan(a) && std::isnan(b)) || f32_bits(a) == f32_bits(b);
 }
 
 }  // namespace

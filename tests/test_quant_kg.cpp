@@ -1,5 +1,5 @@
 // KG (per-token-per-group, group 128, fp32 scales) quantizer tests against contract.md §quantizers-kg,
-// with the independent references of quant_reference.hpp.
+// with the independent references of tests/oracle.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "qcoll/quant.hpp"
-#include "quant_reference.hpp"
+#include "oracle.hpp"
 
 using qcoll::DType;
-using namespace quant_ref;
+using namespace oracle;
 namespace qq = qcoll::quant;
 
 namespace {
@@ -45,7 +45,7 @@ void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std
     for (std::size_t i = g * 128; i < g * 128 + 128; ++i)
       if (std::isfinite(x[i])) amax = std::max(amax, std::fabs(x[i]));
     const float scale = amax / target;
-    ASSERT_EQ(to_bits(got.s[g]), to_bits(scale)) << "group " << g << " amax " << amax;
+    ASSERT_EQ(f32_bits(got.s[g]), f32_bits(scale)) << "group " << g << " amax " << amax;
     for (std::size_t i = g * 128; i < g * 128 + 128; ++i) {
       const double r = scale == 0.0f ? (std::isfinite(x[i]) ? 0.0 : double(x[i]))
                                      : double(x[i] / scale);  // one fp32 division
@@ -79,7 +79,7 @@ TEST(QuantKg, ScaleIsDivisionNotReciprocalMultiply) {
     std::vector<float> x(128, 0.0f);
     x[3] = -amax;
     Kg r = run_kg(x, 1, 128, DType::Int8);
-    EXPECT_EQ(to_bits(r.s[0]), to_bits(amax / 127.0f)) << amax;
+    EXPECT_EQ(f32_bits(r.s[0]), f32_bits(amax / 127.0f)) << amax;
   }
   EXPECT_GT(differing, 0);
 }
@@ -143,7 +143,7 @@ TEST(QuantKg, AllZeroGroup) {
   for (int i = 128; i < 256; ++i) x[i] = (i % 2) ? 0.0f : -0.0f;
   for (DType t : kKgTypes) {
     Kg k = run_kg(x, 1, 384, t);
-    EXPECT_EQ(to_bits(k.s[1]), 0u) << qcoll::dtype_name(t);
+    EXPECT_EQ(f32_bits(k.s[1]), 0u) << qcoll::dtype_name(t);
     EXPECT_NE(k.s[0], 0.0f);
     for (int i = 128; i < 256; ++i) ASSERT_EQ(k.q[i], 0x00) << qcoll::dtype_name(t) << " " << i;
   }
@@ -184,7 +184,7 @@ TEST(QuantKg, AllNonFiniteGroupGetsZeroScale) {
   for (DType t : kKgTypes) {
     SCOPED_TRACE(std::string(qcoll::dtype_name(t)));
     Kg k = run_kg(x, 1, 128, t);
-    EXPECT_EQ(to_bits(k.s[0]), 0u);
+    EXPECT_EQ(f32_bits(k.s[0]), 0u);
     EXPECT_EQ(decode(t, k.q[1]), max_finite(t));
     EXPECT_EQ(decode(t, k.q[2]), -max_finite(t));
     EXPECT_EQ(k.q[3], 0x00);
@@ -379,7 +379,7 @@ TEST(QuantKg, ConvenienceTensor) {
     std::vector<float> d = qq::dequantize(qt);
     ASSERT_EQ(d.size(), x.size());
     for (std::size_t i = 0; i < d.size(); ++i)
-      ASSERT_EQ(to_bits(d[i]), to_bits(static_cast<float>(decode(t, k.q[i])) * k.s[i / 128]));
+      ASSERT_EQ(f32_bits(d[i]), f32_bits(static_cast<float>(decode(t, k.q[i])) * k.s[i / 128]));
   }
   qq::QuantizedTensor keep;
   keep.rows = 99;

@@ -1,5 +1,5 @@
 // MX (OCP MX v1.0, blocks of 32, E8M0 scales) quantizer tests against contract.md §quantizers-mx, with the
-// independent references of quant_reference.hpp.
+// independent references of tests/oracle.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "qcoll/quant.hpp"
-#include "quant_reference.hpp"
+#include "oracle.hpp"
 
 using qcoll::DType;
-using namespace quant_ref;
+using namespace oracle;
 namespace qq = qcoll::quant;
 
 namespace {
@@ -299,6 +299,6 @@ TEST(QuantMx, ConvenienceTensor) {
   std::vector<float> d = qq::dequantize(qt);
   ASSERT_EQ(d.size(), x.size());
   for (std::size_t i = 0; i < d.size(); ++i)
-    ASSERT_EQ(to_bits(d[i]), to_bits(static_cast<float>(decode_e5m2(m.q[i])) *
+    ASSERT_EQ(f32_bits(d[i]), f32_bits(static_cast<float>(decode_e5m2(m.q[i])) *
                                      static_cast<float>(decode_e8m0(m.s[i / 32]))));
 }

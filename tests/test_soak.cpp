@@ -1,6 +1,6 @@
 // Soak: QCOLL_SOAK_CALLS (default 10,000) operator calls in a loop over several thread groups
 // used concurrently from different threads of one process; every result is checked against
-// the independent reference of tests/ops_reference.hpp; resident memory must not grow
+// the independent reference of tests/oracle.hpp; resident memory must not grow
 // between the first tenth of the calls and the end (leaks and unbounded caches), and no
 // thread may be left behind. Under AddressSanitizer, LeakSanitizer checks leaks at exit
 // instead of the RSS bound (ASan's quarantine makes RSS meaningless).
@@ -101,7 +101,7 @@ bool soak_call(const GroupPlan& p, std::size_t v, int r, const char* group, std:
   const std::size_t osz = qcoll::dtype_size(odt);
   const auto& want = p.want[v][r];
   for (std::size_t i = 0; i < out.size(); i += osz)
-    if (!ref::same_result(odt, out.data() + i, want.data() + i)) {
+    if (!oracle::same_result(odt, out.data() + i, want.data() + i)) {
       *err = std::string(group) + " rank " + std::to_string(r) + " variant " + std::to_string(v) +
              ": wrong result at byte " + std::to_string(i);
       return false;

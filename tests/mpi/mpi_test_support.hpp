@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ops_reference.hpp"
+#include "oracle.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/qcoll.h"
 
@@ -153,7 +153,7 @@ inline qcollStatus call_op(Op op, const Mode& m, Inputs& in, std::size_t BS, std
   return st;
 }
 
-// The expected output of `rank` from the contract's formulas (tests/ops_reference.hpp).
+// The expected output of `rank` from the contract's formulas (tests/oracle.hpp).
 inline std::vector<uint8_t> expected(Op op, const Mode& m, const std::vector<Inputs>& all, std::size_t BS,
                                      std::size_t H, int rank) {
   std::vector<std::vector<uint8_t>> xs, ss;
@@ -162,8 +162,8 @@ inline std::vector<uint8_t> expected(Op op, const Mode& m, const std::vector<Inp
     ss.push_back(in.scales);
   }
   const int n = static_cast<int>(all.size());
-  return op == Op::ReduceScatter ? ref::reduce_rows(m.x, m.scales, m.out, xs, ss, H, rank * BS / n, BS / n)
-                                 : ref::reduce_rows(m.x, m.scales, m.out, xs, ss, H, 0, BS);
+  return op == Op::ReduceScatter ? oracle::reduce_rows(m.x, m.scales, m.out, xs, ss, H, rank * BS / n, BS / n)
+                                 : oracle::reduce_rows(m.x, m.scales, m.out, xs, ss, H, 0, BS);
 }
 
 // Index of the first element that differs (NaN equals NaN), or -1.
@@ -171,7 +171,7 @@ inline long long first_difference(const Mode& m, const std::vector<uint8_t>& a, 
   if (a.size() != b.size()) return 0;
   const std::size_t sz = qcoll::dtype_size(m.out);
   for (std::size_t i = 0; i < a.size() / sz; ++i) {
-    if (!ref::same_result(m.out, a.data() + i * sz, b.data() + i * sz)) return static_cast<long long>(i);
+    if (!oracle::same_result(m.out, a.data() + i * sz, b.data() + i * sz)) return static_cast<long long>(i);
   }
   return -1;
 }

@@ -1,7 +1,7 @@
 // The operators over one-rank-per-process communicators, run under mpirun with 2, 4 or 8
 // processes. For each transport (shm and mpi, forced with QCOLL_TRANSPORT at creation):
 //   - both operators, every mode and output type, bit for bit against the contract's reference
-//     (tests/ops_reference.hpp) and identical to the in-process thread transport;
+//     (tests/oracle.hpp) and identical to the in-process thread transport;
 //   - a tensor larger than the window (HCCL_BUFFSIZE=3): correct results;
 //   - a window too small for one chunk (HCCL_BUFFSIZE=2): PARAM_INVALID naming HCCL_BUFFSIZE;
 //   - 100 back-to-back calls with changing inputs, each result checked.
