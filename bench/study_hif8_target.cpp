@@ -10,6 +10,7 @@
 //
 //   study_hif8_target [--rows R] [--H H] [--ranks N] [--sum-rows R] [--targets a,b,...]
 // Defaults: one 4096 x 4096 tensor; 8 ranks x 1024 x 4096 for the sum.
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -109,17 +110,47 @@ double sum_error(const std::vector<std::vector<float>>& xs, std::size_t rows, st
   return std::sqrt(num / den);
 }
 
-std::vector<float> parse_list(const char* s) {
+constexpr const char* kUsage =
+    "usage: study_hif8_target [--rows R] [--H H] [--ranks N] [--sum-rows R] [--targets a,b,...]\n"
+    "Which HiF8 KG target (scale = amax / target) loses the least: markdown tables of the\n"
+    "round-trip and rank-sum errors of HiF8 at each target, and of INT8 / E4M3 / E5M2 KG.\n"
+    "  --rows R      rows of the single tensor (default 4096)\n"
+    "  --H H         hidden size, a positive multiple of 128 (default 4096)\n"
+    "  --ranks N     ranks of the sum (default 8)\n"
+    "  --sum-rows R  rows of each rank's tensor in the sum (default 1024)\n"
+    "  --targets L   comma list of HiF8 targets (default 1,2,4,8,15,16,32,64,256,32768)\n"
+    "  -h, --help    print this and exit\n";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "study_hif8_target: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+std::size_t parse_count(const std::string& option, const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (*text == '\0' || *text == '-' || *end != '\0' || errno != 0 || v == 0)
+    usage_error(option + " must be a positive whole number, got '" + text + "'");
+  return static_cast<std::size_t>(v);
+}
+
+// A comma list of HiF8 targets, each a finite positive number.
+std::vector<float> parse_list(const char* text) {
   std::vector<float> out;
-  std::string cur;
-  for (const char* p = s;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      if (!cur.empty()) out.push_back(std::stof(cur));
-      cur.clear();
-      if (*p == '\0') break;
-    } else {
-      cur += *p;
-    }
+  const std::string all = text;
+  std::size_t pos = 0;
+  while (pos <= all.size()) {
+    std::size_t end = all.find(',', pos);
+    if (end == std::string::npos) end = all.size();
+    const std::string item = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    char* stop = nullptr;
+    const float v = std::strtof(item.c_str(), &stop);
+    if (*stop != '\0' || !(v > 0.0f) || !std::isfinite(v))
+      usage_error("--targets: '" + item + "' is not a positive number");
+    out.push_back(v);
   }
   return out;
 }
@@ -129,22 +160,24 @@ std::vector<float> parse_list(const char* s) {
 int main(int argc, char** argv) {
   std::size_t rows = 4096, H = 4096, ranks = 8, sum_rows = 1024;
   std::vector<float> targets = {1, 2, 4, 8, 15, 16, 32, 64, 256, 32768};
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--rows") rows = std::stoul(argv[i + 1]);
-    else if (a == "--H") H = std::stoul(argv[i + 1]);
-    else if (a == "--ranks") ranks = std::stoul(argv[i + 1]);
-    else if (a == "--sum-rows") sum_rows = std::stoul(argv[i + 1]);
-    else if (a == "--targets") targets = parse_list(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
     }
+    if (a != "--rows" && a != "--H" && a != "--ranks" && a != "--sum-rows" && a != "--targets")
+      usage_error("unknown option '" + a + "'");
+    if (i + 1 >= argc) usage_error(a + " needs a value");
+    const char* v = argv[++i];
+    if (a == "--rows") rows = parse_count(a, v);
+    else if (a == "--H") H = parse_count(a, v);
+    else if (a == "--ranks") ranks = parse_count(a, v);
+    else if (a == "--sum-rows") sum_rows = parse_count(a, v);
+    else targets = parse_list(v);
   }
-  if (H % 128 != 0 || H == 0 || rows == 0 || ranks == 0 || sum_rows == 0) {
-    std::fprintf(stderr, "H must be a positive multiple of 128; rows, ranks, sum-rows > 0\n");
-    return 2;
-  }
+  if (H % 128 != 0) usage_error("--H must be a positive multiple of 128, got " + std::to_string(H));
+  if (targets.empty()) usage_error("--targets: no target given");
 
   std::vector<Method> methods;
   for (float t : targets) {

@@ -2,10 +2,10 @@
 #include "bench_peers.hpp"
 
 #include <climits>
-#include <cstring>
 #include <string>
 
 #include "cli_error.hpp"
+#include "qcoll/formats.hpp"
 
 #ifdef QCOLL_HAVE_MPI
 #include <mpi.h>
@@ -13,26 +13,9 @@
 
 namespace qcoll::cli {
 
-const char* peer_name(PeerKind k) { return k == PeerKind::Fp32 ? "mpi-fp32" : "mpi-bf16"; }
-std::size_t peer_elem_bytes(PeerKind k) { return k == PeerKind::Fp32 ? 4 : 2; }
-
-float bf16_to_float(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
-  u += 0x7FFFu + ((u >> 16) & 1u);  // round to nearest, ties to even (overflow rounds to Inf)
-  return static_cast<uint16_t>(u >> 16);
-}
-
 void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) inout[i] = float_to_bf16(bf16_to_float(in[i]) + bf16_to_float(inout[i]));
+  for (std::size_t i = 0; i < count; ++i)
+    inout[i] = formats::encode_bfloat16(formats::decode_bfloat16(in[i]) + formats::decode_bfloat16(inout[i]));
 }
 
 #ifdef QCOLL_HAVE_MPI
@@ -59,47 +42,59 @@ void check(int rc, const char* what) {
   throw CliError(ErrorKind::Argument, std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
 }
 
-}  // namespace
+class MpiPeer final : public Peer {
+ public:
+  explicit MpiPeer(DType input) : input_(input), name_(input == DType::Float ? "mpi-fp32" : "mpi-bf16") {
+    if (input == DType::Float) {
+      type_ = MPI_FLOAT;
+      op_ = MPI_SUM;
+    } else {
+      MPI_Type_contiguous(1, MPI_UINT16_T, &type_);
+      MPI_Type_commit(&type_);
+      MPI_Op_create(&bf16_sum_op, /*commute=*/1, &op_);
+      owned_ = true;
+    }
+  }
+  ~MpiPeer() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owned_ && !finalized) {
+      MPI_Op_free(&op_);
+      MPI_Type_free(&type_);
+    }
+  }
+  const std::string& name() const override { return name_; }
+  DType input() const override { return input_; }
+  void reduce_scatter(const void* in, void* out, std::size_t recv_count) override {
+    check(MPI_Reduce_scatter_block(in, out, checked_count(recv_count), type_, op_, MPI_COMM_WORLD),
+          "MPI_Reduce_scatter_block");
+  }
+  void all_reduce(const void* in, void* out, std::size_t count) override {
+    check(MPI_Allreduce(in, out, checked_count(count), type_, op_, MPI_COMM_WORLD), "MPI_Allreduce");
+  }
 
-struct MpiPeers::Impl {
-  MPI_Datatype bf16 = MPI_DATATYPE_NULL;
-  MPI_Op bf16_sum = MPI_OP_NULL;
-  MPI_Datatype type(PeerKind k) const { return k == PeerKind::Fp32 ? MPI_FLOAT : bf16; }
-  MPI_Op op(PeerKind k) const { return k == PeerKind::Fp32 ? MPI_SUM : bf16_sum; }
+ private:
+  DType input_;
+  std::string name_;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  MPI_Op op_ = MPI_OP_NULL;
+  bool owned_ = false;
 };
 
-MpiPeers::MpiPeers() : impl_(new Impl) {
-  MPI_Type_contiguous(1, MPI_UINT16_T, &impl_->bf16);
-  MPI_Type_commit(&impl_->bf16);
-  MPI_Op_create(&bf16_sum_op, /*commute=*/1, &impl_->bf16_sum);
-}
+}  // namespace
 
-MpiPeers::~MpiPeers() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) {
-    MPI_Op_free(&impl_->bf16_sum);
-    MPI_Type_free(&impl_->bf16);
-  }
-  delete impl_;
-}
-
-void MpiPeers::reduce_scatter(PeerKind k, const void* in, void* out, std::size_t recv_count) {
-  check(MPI_Reduce_scatter_block(in, out, checked_count(recv_count), impl_->type(k), impl_->op(k), MPI_COMM_WORLD),
-        "MPI_Reduce_scatter_block");
-}
-
-void MpiPeers::all_reduce(PeerKind k, const void* in, void* out, std::size_t count) {
-  check(MPI_Allreduce(in, out, checked_count(count), impl_->type(k), impl_->op(k), MPI_COMM_WORLD), "MPI_Allreduce");
+std::vector<std::unique_ptr<Peer>> make_mpi_peers() {
+  std::vector<std::unique_ptr<Peer>> peers;
+  peers.push_back(std::make_unique<MpiPeer>(DType::Float));
+  peers.push_back(std::make_unique<MpiPeer>(DType::BFloat16));
+  return peers;
 }
 
 #else  // no MPI in this build: the peers cannot be made
 
-struct MpiPeers::Impl {};
-MpiPeers::MpiPeers() { throw CliError(ErrorKind::Argument, "the MPI peers need an MPI build of qcoll"); }
-MpiPeers::~MpiPeers() = default;
-void MpiPeers::reduce_scatter(PeerKind, const void*, void*, std::size_t) {}
-void MpiPeers::all_reduce(PeerKind, const void*, void*, std::size_t) {}
+std::vector<std::unique_ptr<Peer>> make_mpi_peers() {
+  throw CliError(ErrorKind::Argument, "the MPI peers need an MPI build of qcoll");
+}
 
 #endif
 

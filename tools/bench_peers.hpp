@@ -1,39 +1,36 @@
 // The reference collectives ("peers") that `qcoll bench` times beside qcoll's operators, on
-// the same MPI_COMM_WORLD ranks: Open MPI's MPI_Reduce_scatter_block / MPI_Allreduce on
-// fp32 (MPI_FLOAT, MPI_SUM), and the same calls on bfloat16 data with a user-defined sum
-// (each pair added in fp32, rounded back to bf16 to nearest even). Only with an MPI build.
+// the same ranks. A peer reduces 16- or 32-bit float data with a plain sum:
+//   mpi-fp32, mpi-bf16  MPI_Reduce_scatter_block / MPI_Allreduce on MPI_COMM_WORLD, fp32
+//                       (MPI_FLOAT, MPI_SUM) and bf16 (a user-defined sum: each pair added
+//                       in fp32 and rounded back to bf16, to nearest even). MPI builds only.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qcoll/dtype.hpp"
 
 namespace qcoll::cli {
 
-enum class PeerKind { Fp32, Bf16 };
-const char* peer_name(PeerKind k);  // "mpi-fp32", "mpi-bf16"
-std::size_t peer_elem_bytes(PeerKind k);
-
-// inout[i] = bf16(float(in[i]) + float(inout[i])) for i < count: the 16-bit peer's reduction.
-void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
-uint16_t float_to_bf16(float f);  // round to nearest even; NaN stays a quiet NaN
-float bf16_to_float(uint16_t b);
-
-// Owns the bf16 datatype and sum operator while MPI is initialised (create after MPI_Init,
-// destroy before MPI_Finalize). Calls are collective over MPI_COMM_WORLD.
-class MpiPeers {
+class Peer {
  public:
-  MpiPeers();
-  ~MpiPeers();
-  MpiPeers(const MpiPeers&) = delete;
-  MpiPeers& operator=(const MpiPeers&) = delete;
-
+  virtual ~Peer() = default;
+  virtual const std::string& name() const = 0;  // "mpi-fp32", ...
+  virtual DType input() const = 0;              // Float or BFloat16: the data it reduces
+  // Collective over the peer's ranks; throw CliError on failure.
   // in: size*recv_count elements; out: recv_count elements (rank r gets block r of the sum).
-  void reduce_scatter(PeerKind k, const void* in, void* out, std::size_t recv_count);
+  virtual void reduce_scatter(const void* in, void* out, std::size_t recv_count) = 0;
   // in, out: count elements; every rank gets the whole sum.
-  void all_reduce(PeerKind k, const void* in, void* out, std::size_t count);
-
- private:
-  struct Impl;
-  Impl* impl_ = nullptr;
+  virtual void all_reduce(const void* in, void* out, std::size_t count) = 0;
 };
+
+// inout[i] = bf16(float(in[i]) + float(inout[i])) for i < count: the 16-bit MPI peer's sum.
+void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
+
+// The two MPI peers (fp32, bf16). Create after MPI_Init, destroy before MPI_Finalize.
+// Throws CliError(Argument) in a build without MPI.
+std::vector<std::unique_ptr<Peer>> make_mpi_peers();
 
 }  // namespace qcoll::cli

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <optional>
 
 #include "cli_error.hpp"
@@ -36,7 +37,7 @@ void check_rank_pattern(const std::string& option, const std::string& pattern, i
                                             " data{rank}.npy)");
 }
 
-DType parse_dtype_option(const std::string& option, const std::string& value, std::initializer_list<DType> allowed,
+DType parse_dtype_option(const std::string& option, const std::string& value, std::span<const DType> allowed,
                          const char* role) {
   std::string expected;
   for (DType t : allowed) expected += (expected.empty() ? "" : ", ") + std::string(dtype_name(t));
@@ -46,6 +47,71 @@ DType parse_dtype_option(const std::string& option, const std::string& value, st
     if (a == *t) return *t;
   throw CliError(ErrorKind::Argument, option + ": " + std::string(dtype_name(*t)) + " is not " + role + " (expected " +
                                           expected + ")");
+}
+
+std::vector<std::string> split_list(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(sep, pos);
+    if (end == std::string::npos) end = text.size();
+    if (end > pos) out.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+namespace {
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
+void require_at_least(const std::string& option, double v, double lo) {
+  if (!(v >= lo))
+    throw CliError(ErrorKind::Argument, option + " must be at least " + number_text(lo) + ", got " + number_text(v));
+}
+
+void require_in_range(const std::string& option, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi)
+    throw CliError(ErrorKind::Argument, option + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                            "], got " + std::to_string(v));
+}
+
+std::string parse_choice(const std::string& option, const std::string& text, std::span<const char* const> choices) {
+  std::string expected;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (text == choices[i]) return text;
+    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choices[i]);
+  }
+  throw CliError(ErrorKind::Argument, option + ": expected " + expected + ", got '" + text + "'");
+}
+
+std::vector<Size> parse_sizes(const std::string& option, const std::string& text) {
+  std::vector<Size> out;
+  for (const std::string& item : split_list(text)) {
+    const std::size_t x = item.find('x');
+    Size s;
+    bool ok = x != std::string::npos && x > 0 && x + 1 < item.size();
+    if (ok) {
+      try {
+        std::size_t used = 0;
+        s.bs = std::stoll(item.substr(0, x), &used);
+        ok = used == x;
+        s.h = std::stoll(item.substr(x + 1), &used);
+        ok = ok && used == item.size() - x - 1;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) throw CliError(ErrorKind::Argument, option + ": '" + item + "' is not BSxH (for example 1024x5120)");
+    if (s.bs <= 0 || s.h <= 0) throw CliError(ErrorKind::Argument, option + ": '" + item + "': BS and H must be positive");
+    out.push_back(s);
+  }
+  if (out.empty()) throw CliError(ErrorKind::Argument, option + ": no size given (for example 1024x5120)");
+  return out;
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {

@@ -1,34 +1,36 @@
 // `qcoll demo`: what quantized reduce-scatter buys and costs on realistic data.
 //
 // N ranks (threads of this process, or under mpirun one per process) each generate an
-// LLM-like activation tensor (BS x H), quantize it in every mode, and run QuantReduceScatter. For each mode the table shows the bytes a rank
-// sends compared with a bf16 reduce-scatter, the operator's wall time (median of --reps
-// runs), and the error of the result against the exact (fp64) sum of the unquantized
-// tensors. The first row is the usual baseline: a bf16 ring reduce-scatter (inputs rounded
-// to bf16, the partial sum rounded to bf16 at every hop, in ring order).
+// LLM-like activation tensor (BS x H), quantize it in every mode, and run QuantReduceScatter.
+// For each mode the table shows the bytes a rank sends compared with a bf16 reduce-scatter,
+// the operator's wall time (median of --reps runs), and the error of the result against the
+// exact (fp64) sum of the unquantized tensors. The first row is the usual baseline: a bf16
+// ring reduce-scatter (inputs rounded to bf16, the partial sum rounded to bf16 at every hop,
+// in ring order).
 #include <algorithm>
 #include <barrier>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "activations.hpp"
+#include "cli_args.hpp"
 #include "cli_error.hpp"
 #include "command.hpp"
+#include "modes.hpp"
 #include "operator_call.hpp"
-#include "qcoll/dtype.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/formats.hpp"
 #include "qcoll/qcoll.hpp"
 #include "qcoll/quant.hpp"
 #include "rank_runner.hpp"
+#include "stats.hpp"
 
 namespace qcoll::cli {
 namespace {
@@ -45,318 +47,268 @@ struct DemoArgs {
   bool json = false;
 };
 
-struct Mode {
-  const char* key;    // --modes name
-  const char* label;  // table label
-  DType x;
-  DType scales;
+// The checked arguments and the ranks that run them.
+struct Demo {
+  std::unique_ptr<RankRunner> runner;
+  int n = 0;
+  std::size_t bs = 0, h = 0, rows_per_rank = 0, count = 0;  // count: elements of x per rank
+  DType out_dtype = DType::BFloat16;
+  std::vector<const Mode*> modes;
+  ActivationSpec spec;
+  int reps = 0;
+  std::vector<std::vector<float>> act;  // every rank's input
+  std::vector<double> exact;            // their exact (fp64) sum
 };
-
-// Short type names for the table.
-const char* short_name(DType t) {
-  switch (t) {
-    case DType::Int8: return "int8";
-    case DType::HiFloat8: return "hif8";
-    case DType::Float8E4M3FN: return "e4m3";
-    case DType::Float8E5M2: return "e5m2";
-    case DType::Float8E8M0: return "e8m0";
-    case DType::Float: return "fp32";
-    default: return "?";
-  }
-}
-constexpr Mode kModes[] = {
-    {"int8", "INT8 KG", DType::Int8, DType::Float},
-    {"hif8", "HiF8 KG", DType::HiFloat8, DType::Float},
-    {"e4m3", "E4M3 KG", DType::Float8E4M3FN, DType::Float},
-    {"e5m2", "E5M2 KG", DType::Float8E5M2, DType::Float},
-    {"mx-e4m3", "E4M3 MX", DType::Float8E4M3FN, DType::Float8E8M0},
-    {"mx-e5m2", "E5M2 MX", DType::Float8E5M2, DType::Float8E8M0},
-};
-
-std::string mode_keys() {
-  std::string s;
-  for (const Mode& m : kModes) s += (s.empty() ? "" : ", ") + std::string(m.key);
-  return s;
-}
-
-std::vector<const Mode*> parse_modes(const std::string& list) {
-  std::vector<const Mode*> out;
-  if (list == "all") {
-    for (const Mode& m : kModes) out.push_back(&m);
-    return out;
-  }
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const Mode* found = nullptr;
-    for (const Mode& m : kModes)
-      if (item == m.key) found = &m;
-    if (!found) throw CliError(ErrorKind::Argument, "--modes: unknown mode '" + item + "' (expected all or a comma list of " + mode_keys() + ")");
-    if (std::find(out.begin(), out.end(), found) == out.end()) out.push_back(found);
-  }
-  if (out.empty()) throw CliError(ErrorKind::Argument, "--modes: no mode given");
-  return out;
-}
-
-struct ErrorStats {
-  double rel_rms = 0;      // sqrt(sum (y - e)^2 / sum e^2)
-  double max_abs_rel = 0;  // max |y - e| / max |e|
-};
-
-// Accumulates the errors of values y against the exact sums e.
-class ErrorAccumulator {
- public:
-  void add(double y, double e) {
-    const double d = y - e;
-    err2_ += d * d;
-    ref2_ += e * e;
-    max_err_ = std::max(max_err_, std::fabs(d));
-    if (std::isnan(d)) nan_ = true;
-    max_ref_ = std::max(max_ref_, std::fabs(e));
-  }
-  ErrorStats stats() const {
-    if (nan_) return {NAN, NAN};
-    return {ref2_ > 0 ? std::sqrt(err2_ / ref2_) : std::sqrt(err2_), max_ref_ > 0 ? max_err_ / max_ref_ : max_err_};
-  }
-
- private:
-  double err2_ = 0, ref2_ = 0, max_err_ = 0, max_ref_ = 0;
-  bool nan_ = false;
-};
-
-float decode_output(DType t, const uint8_t* p) {
-  if (t == DType::Float) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return t == DType::Float16 ? formats::decode_float16(bits) : formats::decode_bfloat16(bits);
-}
-
-float round_bf16(float v) { return formats::decode_bfloat16(formats::encode_bfloat16(v)); }
 
 struct Row {
   std::string mode, label;
-  std::string x_dtype, scales_dtype;
-  std::string types;  // short form for the table
-  int group = 0;  // elements per scale; 0 for the baseline
+  std::string x_dtype, scales_dtype;  // scales_dtype empty for the baseline
+  std::string types;                  // short form for the table
+  int group = 0;                      // elements per scale; 0 for the baseline
   double bytes_sent = 0;
   double ratio = 0;
   std::optional<double> time_ms;
   ErrorStats err;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+// Ranks as threads, or under mpirun one rank per process.
+Demo make_demo(const DemoArgs& a) {
+  Demo d;
+  d.runner = make_rank_runner(a.ranks_given ? a.ranks : 0, "qcoll-demo", a.ranks);
+  d.n = d.runner->size();
+  if (!contract::is_rank_count(d.n))
+    throw CliError(ErrorKind::Argument, "--ranks must be 2, 4 or 8, got " + std::to_string(d.n));
+  if (a.bs < d.n || a.bs % d.n != 0)
+    throw CliError(ErrorKind::Argument, "--bs must be a positive multiple of --ranks (" + std::to_string(d.n) +
+                                            "), got " + std::to_string(a.bs));
+  if (!contract::op_h_ok(a.hidden))
+    throw CliError(ErrorKind::Argument, "--hidden must be a multiple of " + std::to_string(contract::kOpHMultiple) +
+                                            " in [" + std::to_string(contract::kOpHMin) + ", " +
+                                            std::to_string(contract::kOpHMax) + "], got " + std::to_string(a.hidden));
+  require_in_range("--reps", a.reps, 1, 1000);
+  d.out_dtype = parse_dtype_option("--out-dtype", a.out_dtype, contract::kOutDtypes, "an output type");
+  d.modes = parse_mode_list("--modes", a.modes);
+  d.bs = static_cast<std::size_t>(a.bs);
+  d.h = static_cast<std::size_t>(a.hidden);
+  d.rows_per_rank = d.bs / static_cast<std::size_t>(d.n);
+  d.count = d.bs * d.h;
+  d.spec.rows = d.bs;
+  d.spec.hidden = d.h;
+  d.spec.seed = a.seed;
+  d.reps = a.reps;
+  return d;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
+// Every rank's activations (each local rank makes its own, in parallel; under mpirun every
+// process also makes the other ranks', a function of the seed and the rank) and their sum.
+void make_inputs(Demo& d) {
+  d.act.assign(static_cast<std::size_t>(d.n), {});
+  d.runner->run([&](int rank, int, const std::string&) { d.act[rank] = make_activations(d.spec, rank); });
+  for (int k = 0; k < d.n; ++k)
+    if (d.act[k].empty()) d.act[k] = make_activations(d.spec, k);
+  d.exact.assign(d.count, 0.0);
+  for (int k = 0; k < d.n; ++k)
+    for (std::size_t i = 0; i < d.count; ++i) d.exact[i] += static_cast<double>(d.act[k][i]);
 }
 
-int run_demo(const DemoArgs& a) {
-  // Ranks as threads, or under mpirun one rank per process (every process then makes every
-  // rank's activations, which are a function of the seed and the rank, for the exact sums).
-  std::unique_ptr<RankRunner> runner = make_rank_runner(a.ranks_given ? a.ranks : 0, "qcoll-demo", a.ranks);
-  const int n = runner->size();
-  if (n != 2 && n != 4 && n != 8)
-    throw CliError(ErrorKind::Argument, "--ranks must be 2, 4 or 8, got " + std::to_string(n));
-  if (a.bs < n || a.bs % n != 0)
-    throw CliError(ErrorKind::Argument, "--bs must be a positive multiple of --ranks (" + std::to_string(n) + "), got " + std::to_string(a.bs));
-  if (a.hidden % 128 != 0 || a.hidden < 1024 || a.hidden > 8192)
-    throw CliError(ErrorKind::Argument, "--hidden must be a multiple of 128 in [1024, 8192], got " + std::to_string(a.hidden));
-  if (a.reps < 1 || a.reps > 1000) throw CliError(ErrorKind::Argument, "--reps must be in [1, 1000], got " + std::to_string(a.reps));
-  std::optional<DType> out_t = parse_dtype(a.out_dtype);
-  if (!out_t || (*out_t != DType::Float && *out_t != DType::Float16 && *out_t != DType::BFloat16))
-    throw CliError(ErrorKind::Argument, "--out-dtype must be float, float16 or bfloat16, got '" + a.out_dtype + "'");
-  const DType out_dtype = *out_t;
-  const std::vector<const Mode*> modes = parse_modes(a.modes);
+double bf16_bytes_sent(const Demo& d) { return static_cast<double>(d.count) * 2.0 * (d.n - 1) / d.n; }
 
-  const std::size_t bs = static_cast<std::size_t>(a.bs), h = static_cast<std::size_t>(a.hidden);
-  const std::size_t rows_per_rank = bs / n;
-  const std::size_t count = bs * h;
-
-  // Inputs (each rank generates its own, in parallel) and the exact fp64 sum.
-  ActivationSpec spec;
-  spec.rows = bs;
-  spec.hidden = h;
-  spec.seed = a.seed;
-  std::vector<std::vector<float>> act(n);
-  runner->run([&](int rank, int, const std::string&) { act[rank] = make_activations(spec, rank); });
-  for (int k = 0; k < n; ++k)
-    if (act[k].empty()) act[k] = make_activations(spec, k);  // ranks of other processes
-  std::vector<double> exact(count, 0.0);
-  for (int k = 0; k < n; ++k)
-    for (std::size_t i = 0; i < count; ++i) exact[i] += static_cast<double>(act[k][i]);
-
-  std::vector<Row> rows;
-  const double bf16_bytes = static_cast<double>(count) * 2.0 * (n - 1) / n;
-
-  // Baseline: bf16 ring reduce-scatter. Row block r travels r+1 -> r+2 -> ... -> r.
-  {
-    ErrorAccumulator acc;
-    for (int r = 0; r < n; ++r) {
-      for (std::size_t i = r * rows_per_rank * h; i < (r + 1) * rows_per_rank * h; ++i) {
-        float partial = round_bf16(act[(r + 1) % n][i]);
-        for (int step = 2; step <= n; ++step) partial = round_bf16(partial + round_bf16(act[(r + step) % n][i]));
-        acc.add(partial, exact[i]);
-      }
+// The bf16 ring reduce-scatter, computed: row block r travels r+1 -> r+2 -> ... -> r.
+Row baseline_row(const Demo& d) {
+  auto round_bf16 = [](float v) { return formats::decode_bfloat16(formats::encode_bfloat16(v)); };
+  const std::size_t block = d.rows_per_rank * d.h;
+  ErrorAccumulator acc;
+  for (int r = 0; r < d.n; ++r) {
+    for (std::size_t i = r * block; i < (r + 1) * block; ++i) {
+      float partial = round_bf16(d.act[(r + 1) % d.n][i]);
+      for (int step = 2; step <= d.n; ++step) partial = round_bf16(partial + round_bf16(d.act[(r + step) % d.n][i]));
+      acc.add(partial, d.exact[i]);
     }
-    Row row;
-    row.mode = "bf16-ring";
-    row.label = "bf16 ring (baseline)";
-    row.x_dtype = "bfloat16";
-    row.scales_dtype = "-";
-    row.types = "bf16";
-    row.bytes_sent = bf16_bytes;
-    row.ratio = 1.0;
-    row.err = acc.stats();
-    rows.push_back(row);
   }
+  Row row;
+  row.mode = "bf16-ring";
+  row.label = "bf16 ring (baseline)";
+  row.x_dtype = "bfloat16";
+  row.types = "bf16";
+  row.bytes_sent = bf16_bytes_sent(d);
+  row.ratio = 1.0;
+  row.err = acc.stats();
+  return row;
+}
 
-  for (const Mode* m : modes) {
-    const std::size_t group = m->scales == DType::Float ? 128 : 32;
-    const std::size_t scale_bytes = count / group * (m->scales == DType::Float ? 4 : 1);
-    std::vector<std::vector<uint8_t>> q(n, std::vector<uint8_t>(count)), s(n, std::vector<uint8_t>(scale_bytes));
-    std::vector<std::vector<uint8_t>> out(n, std::vector<uint8_t>(rows_per_rank * h * dtype_size(out_dtype)));
-    std::vector<std::vector<std::chrono::steady_clock::time_point>> t0(n), t1(n);
-    std::vector<CallResult> result(n);
-    std::vector<bool> quant_ok(n, true);
-    std::barrier<> sync(static_cast<std::ptrdiff_t>(runner->local_ranks().size()));
-    runner->run([&](int rank, int, const std::string& group_name) {
-      bool ok = m->scales == DType::Float
-                    ? quant::quantize_kg(act[rank].data(), bs, h, m->x, q[rank].data(), reinterpret_cast<float*>(s[rank].data()))
-                    : quant::quantize_mx(act[rank].data(), bs, h, m->x, q[rank].data(), s[rank].data());
-      quant_ok[rank] = ok;
-      const std::vector<int64_t> x_shape = {a.bs, a.hidden};
-      const std::vector<int64_t> s_shape = m->scales == DType::Float
-                                               ? std::vector<int64_t>{a.bs, a.hidden / 128}
-                                               : std::vector<int64_t>{a.bs, a.hidden / 64, 2};
-      TensorArg x{m->x, x_shape, q[rank].data()};
-      TensorArg sc{m->scales, s_shape, s[rank].data()};
-      TensorArg o{out_dtype, {static_cast<int64_t>(rows_per_rank), a.hidden}, out[rank].data()};
-      for (int rep = 0; rep < a.reps; ++rep) {
-        sync.arrive_and_wait();
-        if (rank == runner->local_ranks().front()) runner->process_barrier();
-        sync.arrive_and_wait();
-        t0[rank].push_back(std::chrono::steady_clock::now());
-        CallResult res = call_operator(Operator::ReduceScatter, group_name, x, sc, o);
-        t1[rank].push_back(std::chrono::steady_clock::now());
-        if (!res.ok() && result[rank].ok()) result[rank] = res;
-      }
-    });
-    bool local_ok = true;
-    for (int r : runner->local_ranks()) local_ok = local_ok && quant_ok[r] && result[r].ok();
-    const bool all_ok = runner->all_ok(local_ok);  // collective: every process learns of a failure
-    for (int r : runner->local_ranks()) {
-      if (!quant_ok[r])
-        throw CliError(ErrorKind::Status, std::string("quantizing rank ") + std::to_string(r) + "'s tensor as " + m->label + " failed", 561000);
-      if (!result[r].ok())
-        throw CliError(ErrorKind::Status, result[r].message + " [" + m->label + ", rank " + std::to_string(r) + "]", result[r].status);
-    }
-    if (!all_ok) throw CliError(ErrorKind::Status, std::string("another rank failed [") + m->label + "]", 361001);
-    // Every rank's times and output, in every process (a no-op when all ranks are threads here).
-    std::vector<std::vector<uint8_t>> spans(n, std::vector<uint8_t>(a.reps * 2 * sizeof(int64_t)));
-    for (int r : runner->local_ranks())
-      for (int rep = 0; rep < a.reps; ++rep) {
-        const int64_t ns[2] = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0[r][rep].time_since_epoch()).count(),
-                               std::chrono::duration_cast<std::chrono::nanoseconds>(t1[r][rep].time_since_epoch()).count()};
-        std::memcpy(spans[r].data() + rep * sizeof ns, ns, sizeof ns);
-      }
-    runner->share(spans);
-    runner->share(out);
-    // Time of one call: first start to last end over the ranks (threads: one clock); with
-    // ranks in several processes, possibly on several hosts, the slowest rank's own time.
-    const bool one_clock = static_cast<int>(runner->local_ranks().size()) == n;
-    std::vector<double> times;
-    for (int rep = 0; rep < a.reps; ++rep) {
-      int64_t begin = INT64_MAX, end = INT64_MIN, longest = 0;
-      for (int r = 0; r < n; ++r) {
-        int64_t ns[2];
-        std::memcpy(ns, spans[r].data() + rep * sizeof ns, sizeof ns);
-        begin = std::min(begin, ns[0]);
-        end = std::max(end, ns[1]);
-        longest = std::max(longest, ns[1] - ns[0]);
-      }
-      times.push_back(1e-6 * static_cast<double>(one_clock ? end - begin : longest));
-    }
-    ErrorAccumulator acc;
-    const std::size_t osize = dtype_size(out_dtype);
-    for (int r = 0; r < n; ++r)
-      for (std::size_t i = 0; i < rows_per_rank * h; ++i)
-        acc.add(decode_output(out_dtype, out[r].data() + i * osize), exact[r * rows_per_rank * h + i]);
+// What the ranks of one mode produced: every rank's output and the call's times.
+struct ModeResult {
+  std::vector<std::vector<uint8_t>> out;  // per rank
+  std::vector<double> times_ms;           // per rep
+  double bytes_per_rank = 0;              // x plus scales of one rank
+};
 
-    Row row;
-    row.mode = m->key;
-    row.label = m->label;
-    row.x_dtype = dtype_name(m->x);
-    row.scales_dtype = dtype_name(m->scales);
-    row.group = static_cast<int>(group);
-    row.types = std::string(short_name(m->x)) + " + " + short_name(m->scales) + " per " + std::to_string(group);
-    row.bytes_sent = static_cast<double>(count + scale_bytes) * (n - 1) / n;
-    row.ratio = row.bytes_sent / bf16_bytes;
-    row.time_ms = median(times);
-    row.err = acc.stats();
-    rows.push_back(row);
+// Time of each call: first start to last end over the ranks (threads: one clock); with ranks
+// in several processes, possibly on several hosts, the slowest rank's own time. `spans` holds
+// every rank's (start, end) in ns per rep.
+std::vector<double> call_times_ms(const Demo& d, const std::vector<std::vector<uint8_t>>& spans) {
+  const bool one_clock = static_cast<int>(d.runner->local_ranks().size()) == d.n;
+  std::vector<double> times;
+  for (int rep = 0; rep < d.reps; ++rep) {
+    int64_t begin = INT64_MAX, end = INT64_MIN, longest = 0;
+    for (int r = 0; r < d.n; ++r) {
+      int64_t ns[2];
+      std::memcpy(ns, spans[r].data() + rep * sizeof ns, sizeof ns);
+      begin = std::min(begin, ns[0]);
+      end = std::max(end, ns[1]);
+      longest = std::max(longest, ns[1] - ns[0]);
+    }
+    times.push_back(1e-6 * static_cast<double>(one_clock ? end - begin : longest));
   }
+  return times;
+}
 
-  const std::size_t outliers = outlier_channels(spec).size();
-  if (!runner->prints_summary()) return 0;  // under mpirun: the process of rank 0 prints
-  const bool threads = static_cast<int>(runner->local_ranks().size()) == n;
-  const std::string title = "qcoll demo: QuantReduceScatter on " + std::to_string(n) + (threads ? " in-process ranks (" : " ranks, one per process (") + runner->transport() + "), x (" + std::to_string(bs) + ", " + std::to_string(h) + ") per rank -> " +
-                            std::string(dtype_name(out_dtype)) + " (" + std::to_string(rows_per_rank) + ", " +
-                            std::to_string(h) + ") per rank";
-  if (a.json) {
-    nlohmann::ordered_json j;
-    j["title"] = title;
-    j["operator"] = "QuantReduceScatter";
-    j["ranks"] = n;
-    j["transport"] = runner->transport();
-    j["bs"] = a.bs;
-    j["hidden"] = a.hidden;
-    j["out_dtype"] = dtype_name(out_dtype);
-    j["seed"] = a.seed;
-    j["reps"] = a.reps;
-    j["outlier_channels"] = outliers;
-    j["kernel"] = qcoll::kernel_target();
-    j["rows"] = nlohmann::ordered_json::array();
-    for (const Row& r : rows) {
-      nlohmann::ordered_json o;
-      o["mode"] = r.mode;
-      o["label"] = r.label;
-      o["x_dtype"] = r.x_dtype;
-      o["scales_dtype"] = r.scales_dtype == "-" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.scales_dtype);
-      o["group"] = r.group ? nlohmann::ordered_json(r.group) : nlohmann::ordered_json(nullptr);
-      o["bytes_sent_per_rank"] = r.bytes_sent;
-      o["ratio_vs_bf16"] = r.ratio;
-      o["time_ms_median"] = r.time_ms ? nlohmann::ordered_json(*r.time_ms) : nlohmann::ordered_json(nullptr);
-      o["rel_rms_error"] = r.err.rel_rms;
-      o["max_abs_error_rel"] = r.err.max_abs_rel;
-      j["rows"].push_back(o);
+// Every rank quantizes its input in mode m and the ranks run QuantReduceScatter d.reps
+// times, each after a barrier. Throws CliError (in every process) if any rank failed.
+ModeResult run_mode(Demo& d, const Mode& m) {
+  using Clock = std::chrono::steady_clock;
+  const int n = d.n;
+  std::vector<quant::QuantizedTensor> q(n);
+  ModeResult res;
+  res.out.assign(n, std::vector<uint8_t>(d.rows_per_rank * d.h * dtype_size(d.out_dtype)));
+  std::vector<std::vector<Clock::time_point>> t0(n), t1(n);
+  std::vector<Status> quantized(n);
+  std::vector<CallResult> called(n);
+  std::barrier<> sync(static_cast<std::ptrdiff_t>(d.runner->local_ranks().size()));
+  d.runner->run([&](int rank, int, const std::string& group) {
+    quantized[rank] = quant::quantize(d.act[rank].data(), d.bs, d.h, m.x, m.scales, q[rank]);
+    const std::vector<int64_t> x_shape = {static_cast<int64_t>(d.bs), static_cast<int64_t>(d.h)};
+    PreparedCall call(Op::ReduceScatter, {m.x, x_shape, q[rank].q.data()},
+                      {m.scales, contract::scales_shape(m.scales, x_shape), const_cast<void*>(q[rank].scales_data())},
+                      {d.out_dtype, {static_cast<int64_t>(d.rows_per_rank), x_shape[1]}, res.out[rank].data()});
+    for (int rep = 0; rep < d.reps; ++rep) {
+      sync.arrive_and_wait();
+      if (rank == d.runner->local_ranks().front()) d.runner->process_barrier();
+      sync.arrive_and_wait();
+      t0[rank].push_back(Clock::now());
+      CallResult r = call.run(group);
+      t1[rank].push_back(Clock::now());
+      if (!r.ok() && called[rank].ok()) called[rank] = r;
     }
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+  });
+  bool local_ok = true;
+  for (int r : d.runner->local_ranks()) local_ok = local_ok && quantized[r].ok() && called[r].ok();
+  const bool all_ok = d.runner->all_ok(local_ok);  // collective: every process learns of a failure
+  for (int r : d.runner->local_ranks()) {
+    const std::string where = std::string(" [") + m.label + ", rank " + std::to_string(r) + "]";
+    if (!quantized[r].ok())
+      throw CliError(ErrorKind::Status, "quantizing: " + quantized[r].message + where,
+                     static_cast<int32_t>(quantized[r].code));
+    if (!called[r].ok()) throw CliError(ErrorKind::Status, called[r].message + where, called[r].status);
   }
+  if (!all_ok)
+    throw CliError(ErrorKind::Status, std::string("another rank failed [") + m.label + "]",
+                   static_cast<int32_t>(StatusCode::RuntimeError));
+  // Every rank's times and output, in every process (a no-op when all ranks are threads here).
+  std::vector<std::vector<uint8_t>> spans(n, std::vector<uint8_t>(d.reps * 2 * sizeof(int64_t)));
+  for (int r : d.runner->local_ranks())
+    for (int rep = 0; rep < d.reps; ++rep) {
+      const int64_t ns[2] = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0[r][rep].time_since_epoch()).count(),
+                             std::chrono::duration_cast<std::chrono::nanoseconds>(t1[r][rep].time_since_epoch()).count()};
+      std::memcpy(spans[r].data() + rep * sizeof ns, ns, sizeof ns);
+    }
+  d.runner->share(spans);
+  d.runner->share(res.out);
+  res.times_ms = call_times_ms(d, spans);
+  res.bytes_per_rank = static_cast<double>(d.count) +
+                       static_cast<double>(contract::scales_count(m.scales, d.bs, d.h) * dtype_size(m.scales));
+  return res;
+}
 
-  std::printf("%s\n", title.c_str());
+Row mode_row(const Demo& d, const Mode& m, const ModeResult& res) {
+  ErrorAccumulator acc;
+  const std::size_t block = d.rows_per_rank * d.h;
+  for (int r = 0; r < d.n; ++r)
+    for (std::size_t i = 0; i < block; ++i)
+      acc.add(output_value(d.out_dtype, res.out[r].data(), i), d.exact[r * block + i]);
+  Row row;
+  row.mode = m.short_name();
+  row.label = m.label;
+  row.x_dtype = dtype_name(m.x);
+  row.scales_dtype = dtype_name(m.scales);
+  row.group = static_cast<int>(m.group());
+  row.types = m.types_text();
+  row.bytes_sent = res.bytes_per_rank * (d.n - 1) / d.n;
+  row.ratio = row.bytes_sent / bf16_bytes_sent(d);
+  row.time_ms = median(res.times_ms);
+  row.err = acc.stats();
+  return row;
+}
+
+std::string title(const Demo& d) {
+  const bool threads = static_cast<int>(d.runner->local_ranks().size()) == d.n;
+  return std::string("qcoll demo: ") + contract::op_name(Op::ReduceScatter) + " on " + std::to_string(d.n) +
+         (threads ? " in-process ranks (" : " ranks, one per process (") + d.runner->transport() + "), x (" +
+         std::to_string(d.bs) + ", " + std::to_string(d.h) + ") per rank -> " + std::string(dtype_name(d.out_dtype)) +
+         " (" + std::to_string(d.rows_per_rank) + ", " + std::to_string(d.h) + ") per rank";
+}
+
+void print_json(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) {
+  using J = nlohmann::ordered_json;
+  auto or_null = [](bool has, auto v) { return has ? J(v) : J(nullptr); };
+  J j;
+  j["title"] = title(d);
+  j["operator"] = contract::op_name(Op::ReduceScatter);
+  j["ranks"] = d.n;
+  j["transport"] = d.runner->transport();
+  j["bs"] = a.bs;
+  j["hidden"] = a.hidden;
+  j["out_dtype"] = dtype_name(d.out_dtype);
+  j["seed"] = a.seed;
+  j["reps"] = a.reps;
+  j["outlier_channels"] = outlier_channels(d.spec).size();
+  j["kernel"] = qcoll::kernel_target();
+  j["rows"] = J::array();
+  for (const Row& r : rows) {
+    J o;
+    o["mode"] = r.mode;
+    o["label"] = r.label;
+    o["x_dtype"] = r.x_dtype;
+    o["scales_dtype"] = or_null(!r.scales_dtype.empty(), r.scales_dtype);
+    o["group"] = or_null(r.group != 0, r.group);
+    o["bytes_sent_per_rank"] = r.bytes_sent;
+    o["ratio_vs_bf16"] = r.ratio;
+    o["time_ms_median"] = or_null(r.time_ms.has_value(), r.time_ms.value_or(0));
+    o["rel_rms_error"] = r.err.rel_rms;
+    o["max_abs_error_rel"] = r.err.max_abs_rel;
+    j["rows"].push_back(o);
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void print_table(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) {
+  std::printf("%s\n", title(d).c_str());
   std::printf("data: Gaussian activations, per-token scale, %zu outlier channels at 10-100x; seed %llu (rank r uses seed+r)\n",
-              outliers, static_cast<unsigned long long>(a.seed));
+              outlier_channels(d.spec).size(), static_cast<unsigned long long>(a.seed));
   std::printf("errors vs the exact fp64 sum of the unquantized tensors; time: median of %d runs, all ranks (kernel %s)\n\n",
               a.reps, qcoll::kernel_target().c_str());
   std::printf("%-21s %-20s %13s %8s %10s %12s %12s\n", "mode", "x + scales", "sent/rank", "vs bf16", "time", "rel RMS err", "max abs err");
   std::printf("%-21s %-20s %13s %8s %10s %12s %12s\n", "", "", "(x+scales)", "", "(ms)", "", "(/max|sum|)");
   for (const Row& r : rows) {
-    std::printf("%-21s %-20s %9.2f MiB %8.3f %10s %12.2e %12.2e\n", r.label.c_str(), r.types.c_str(), r.bytes_sent / 1048576.0,
-                r.ratio, r.time_ms ? fmt("%.2f", *r.time_ms).c_str() : "-", r.err.rel_rms, r.err.max_abs_rel);
+    char time[32] = "-";
+    if (r.time_ms) std::snprintf(time, sizeof time, "%.2f", *r.time_ms);
+    std::printf("%-21s %-20s %9.2f MiB %8.3f %10s %12.2e %12.2e\n", r.label.c_str(), r.types.c_str(),
+                r.bytes_sent / 1048576.0, r.ratio, time, r.err.rel_rms, r.err.max_abs_rel);
   }
   std::printf("\nsent/rank: bytes each rank sends to the others, (n-1)/n of its input; a bf16 reduce-scatter sends\n"
               "2 bytes per element. The baseline row is computed (bf16 arithmetic, ring order), not timed.\n");
+}
+
+int run_demo(const DemoArgs& a) {
+  Demo d = make_demo(a);
+  make_inputs(d);
+  std::vector<Row> rows = {baseline_row(d)};
+  for (const Mode* m : d.modes) rows.push_back(mode_row(d, *m, run_mode(d, *m)));
+  if (!d.runner->prints_summary()) return 0;  // under mpirun: the process of rank 0 prints
+  if (a.json)
+    print_json(d, a, rows);
+  else
+    print_table(d, a, rows);
   return 0;
 }
 
@@ -368,20 +320,12 @@ const CommandRegistrar reg_demo([](CLI::App& app) {
       ->each([args](const std::string&) { args->ranks_given = true; });
   sub->add_option("--bs", args->bs, "Rows (tokens) per rank's input")->capture_default_str();
   sub->add_option("--hidden", args->hidden, "Hidden size H (multiple of 128 in [1024, 8192])")->capture_default_str();
-  sub->add_option("--modes", args->modes, "all, or a comma list of " + mode_keys())->capture_default_str();
+  sub->add_option("--modes", args->modes, "all, or a comma list of " + mode_names())->capture_default_str();
   sub->add_option("--out-dtype", args->out_dtype, "Output type: float, float16, bfloat16")->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed of the synthetic activations")->capture_default_str();
   sub->add_option("--reps", args->reps, "Timed runs per mode (the median is shown)")->capture_default_str();
   sub->add_flag("--json", args->json, "Print the results as JSON");
-  sub->callback([args] {
-    int rc = 0;
-    try {
-      rc = run_demo(*args);
-    } catch (const CliError& e) {
-      rc = report(e);
-    }
-    if (rc != 0) throw CLI::RuntimeError(rc);
-  });
+  set_action(sub, [args] { return run_demo(*args); });
 });
 
 }  // namespace

@@ -22,10 +22,10 @@ struct GenerateArgs {
   std::string out_pattern;
 };
 
-void run_generate(const GenerateArgs& a) {
-  if (a.ranks < 1 || a.ranks > 1024) throw CliError(ErrorKind::Argument, "--ranks must be in [1, 1024], got " + std::to_string(a.ranks));
-  if (a.bs < 1 || a.bs > (1 << 24)) throw CliError(ErrorKind::Argument, "--bs must be in [1, 16777216], got " + std::to_string(a.bs));
-  if (a.hidden < 1 || a.hidden > (1 << 20)) throw CliError(ErrorKind::Argument, "--hidden must be in [1, 1048576], got " + std::to_string(a.hidden));
+int run_generate(const GenerateArgs& a) {
+  require_in_range("--ranks", a.ranks, 1, 1024);
+  require_in_range("--bs", a.bs, 1, int64_t{1} << 24);
+  require_in_range("--hidden", a.hidden, 1, int64_t{1} << 20);
   check_rank_pattern("--out", a.out_pattern, a.ranks);
   ActivationSpec spec;
   spec.rows = static_cast<std::size_t>(a.bs);
@@ -45,6 +45,7 @@ void run_generate(const GenerateArgs& a) {
   std::printf("qcoll generate: %d float32 arrays of shape (%lld, %lld), seed %llu; wrote %s%s%s\n", a.ranks,
               static_cast<long long>(a.bs), static_cast<long long>(a.hidden), static_cast<unsigned long long>(a.seed),
               files.front().first.c_str(), a.ranks > 1 ? " .. " : "", a.ranks > 1 ? files.back().first.c_str() : "");
+  return 0;
 }
 
 const CommandRegistrar reg_generate([](CLI::App& app) {
@@ -55,13 +56,7 @@ const CommandRegistrar reg_generate([](CLI::App& app) {
   sub->add_option("--hidden", args->hidden, "Columns (hidden size H)")->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed")->capture_default_str();
   sub->add_option("--out", args->out_pattern, "Output file; {rank} is replaced by the rank")->required();
-  sub->callback([args] {
-    try {
-      run_generate(*args);
-    } catch (const CliError& e) {
-      throw CLI::RuntimeError(report(e));
-    }
-  });
+  set_action(sub, [args] { return run_generate(*args); });
 });
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "command.hpp"
 #include "npy.hpp"
 #include "operator_call.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
 #include "rank_runner.hpp"
 
@@ -94,16 +95,13 @@ void report_failures(const std::vector<RankData>& ranks) {
   }
 }
 
-int run_operator_command(Operator op, const OperatorArgs& args) {
+int run_operator_command(Op op, const OperatorArgs& args) {
   // Arguments first: nothing is read before they are all valid.
-  const DType x_dtype = parse_dtype_option("--x-dtype", args.x_dtype,
-                                        {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2},
-                                        "a quantized input type");
+  const DType x_dtype = parse_dtype_option("--x-dtype", args.x_dtype, contract::kXDtypes, "a quantized input type");
   std::optional<DType> scales_dtype;
   if (!args.scales_dtype.empty())
-    scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, {DType::Float, DType::Float8E8M0}, "a scales type");
-  const DType out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, {DType::Float, DType::Float16, DType::BFloat16},
-                                          "an output type");
+    scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, contract::kScalesDtypes, "a scales type");
+  const DType out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
   if (args.ranks < 0 || (args.ranks == 0 && args.ranks_given))
     throw CliError(ErrorKind::Argument, "--ranks must be at least 1, got " + std::to_string(args.ranks));
 
@@ -168,7 +166,7 @@ int run_operator_command(Operator op, const OperatorArgs& args) {
   write_npy_files(outputs);
   if (!args.quiet) {
     const RankData& first = ranks.front();
-    std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", operator_name(op), n,
+    std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", command_name(op), n,
                 runner->transport(), std::string(dtype_name(x_dtype)).c_str(), shape_text(first.x.shape).c_str(),
                 std::string(dtype_name(first.scales_dtype)).c_str(), shape_text(first.scales.shape).c_str(),
                 std::string(dtype_name(out_dtype)).c_str(), shape_text(first.out_shape).c_str(),
@@ -179,10 +177,10 @@ int run_operator_command(Operator op, const OperatorArgs& args) {
   return 0;
 }
 
-void add_operator_command(CLI::App& app, Operator op) {
-  const bool rs = op == Operator::ReduceScatter;
+void add_operator_command(CLI::App& app, Op op) {
+  const bool rs = op == Op::ReduceScatter;
   CLI::App* sub = app.add_subcommand(
-      operator_name(op), rs ? "Run QuantReduceScatter on .npy files: rank r gets row block r of the sum over ranks"
+      command_name(op), rs ? "Run QuantReduceScatter on .npy files: rank r gets row block r of the sum over ranks"
                             : "Run QuantAllReduce on .npy files: every rank gets the full sum over ranks");
   auto args = std::make_shared<OperatorArgs>();
   sub->add_option("--ranks,-n", args->ranks,
@@ -202,19 +200,11 @@ void add_operator_command(CLI::App& app, Operator op) {
       ->required();
   sub->add_option("--out", args->out_pattern, "Output file of each rank, with {rank}")->required();
   sub->add_flag("--quiet,-q", args->quiet, "Print nothing on success");
-  sub->callback([op, args] {
-    int rc = 0;
-    try {
-      rc = run_operator_command(op, *args);
-    } catch (const CliError& e) {
-      rc = report(e);
-    }
-    if (rc != 0) throw CLI::RuntimeError(rc);
-  });
+  set_action(sub, [op, args] { return run_operator_command(op, *args); });
 }
 
-const CommandRegistrar reg_reduce_scatter([](CLI::App& app) { add_operator_command(app, Operator::ReduceScatter); });
-const CommandRegistrar reg_all_reduce([](CLI::App& app) { add_operator_command(app, Operator::AllReduce); });
+const CommandRegistrar reg_reduce_scatter([](CLI::App& app) { add_operator_command(app, Op::ReduceScatter); });
+const CommandRegistrar reg_all_reduce([](CLI::App& app) { add_operator_command(app, Op::AllReduce); });
 
 }  // namespace
 }  // namespace qcoll::cli

@@ -6,11 +6,13 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_args.hpp"
 #include "cli_error.hpp"
 #include "command.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/quant.hpp"
 #include "qcoll/status.hpp"
 
@@ -26,70 +28,61 @@ struct QuantizeArgs {
   std::string x_pattern, scales_pattern;
 };
 
-void run_quantize(const QuantizeArgs& a) {
-  const DType x_dtype = parse_dtype_option("--x-dtype", a.x_dtype,
-                                           {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2},
-                                           "a quantized type");
-  const DType s_dtype = parse_dtype_option("--scales-dtype", a.scales_dtype, {DType::Float, DType::Float8E8M0}, "a scales type");
-  const bool mx = s_dtype == DType::Float8E8M0;
-  if (mx && x_dtype != DType::Float8E4M3FN && x_dtype != DType::Float8E5M2)
-    throw CliError(ErrorKind::Argument, "--x-dtype: MX quantization (float8_e8m0 scales) needs float8_e4m3fn or float8_e5m2, got " +
-                                            std::string(dtype_name(x_dtype)));
-  if (!(a.hif8_target >= 0.0f) || (a.hif8_target != 0.0f && x_dtype != DType::HiFloat8))
-    throw CliError(ErrorKind::Argument, "--hif8-target applies to --x-dtype hifloat8 only and must be positive");
-  if (a.ranks < 1 || a.ranks > 1024) throw CliError(ErrorKind::Argument, "--ranks must be in [1, 1024], got " + std::to_string(a.ranks));
+// The arguments' message as an argument error naming the option: "--x-dtype: ...".
+void require(const Status& st, const char* option) {
+  if (!st.ok()) throw CliError(ErrorKind::Argument, option + st.message.substr(st.message.find(':')));
+}
+
+// One rank's float32 input as x and scales arrays; throws CliError naming `path`.
+std::pair<npy::Array, npy::Array> quantize_file(const std::string& path, DType x_dtype, DType s_dtype, float hif8_target) {
+  npy::Array in = load_npy(path);
+  if (in.type != npy::ElemType::Float32)
+    throw CliError(ErrorKind::File, path + ": element type " + std::string(npy::elem_name(in.type)) + " ('" +
+                                        npy::descr(in.type) + "'); expected float32 ('<f4')");
+  if (in.shape.size() != 2 && in.shape.size() != 3)
+    throw CliError(ErrorKind::File, path + ": shape " + shape_text(in.shape) + " must be 2-D (BS, H) or 3-D (B, S, H)");
+  const int64_t h = in.shape.back();
+  if (h <= 0 || !contract::check_quant_h(s_dtype, static_cast<std::size_t>(h)).ok())
+    throw CliError(ErrorKind::File, path + ": H = " + std::to_string(h) + " must be a positive multiple of " +
+                                        std::to_string(contract::h_multiple(s_dtype)) + " for " +
+                                        (contract::is_mx(s_dtype) ? "MX" : "per-group") + " quantization");
+  const std::size_t count = in.count(), H = static_cast<std::size_t>(h), rows = count / H;
+  std::vector<float> v(count);
+  if (count) std::memcpy(v.data(), in.data.data(), count * 4);
+
+  quant::KgOptions opt;
+  opt.hif8_target = hif8_target;
+  quant::QuantizedTensor q;
+  const Status st = quant::quantize(v.data(), rows, H, x_dtype, s_dtype, q, opt);
+  if (!st.ok()) throw CliError(ErrorKind::Status, path + ": " + st.message, static_cast<int32_t>(st.code));
+
+  npy::Array x;
+  x.type = x_dtype == DType::Int8 ? npy::ElemType::Int8 : npy::ElemType::UInt8;
+  x.shape = in.shape;
+  x.data = std::move(q.q);
+  npy::Array s;
+  s.type = contract::is_mx(s_dtype) ? npy::ElemType::UInt8 : npy::ElemType::Float32;
+  s.shape = contract::scales_shape(s_dtype, in.shape);
+  const auto* sp = static_cast<const uint8_t*>(q.scales_data());
+  s.data.assign(sp, sp + q.scales_bytes());
+  return {std::move(x), std::move(s)};
+}
+
+int run_quantize(const QuantizeArgs& a) {
+  const DType x_dtype = parse_dtype_option("--x-dtype", a.x_dtype, contract::kXDtypes, "a quantized type");
+  const DType s_dtype = parse_dtype_option("--scales-dtype", a.scales_dtype, contract::kScalesDtypes, "a scales type");
+  require(contract::check_quant_dtypes(x_dtype, s_dtype), "--x-dtype");
+  if (a.hif8_target != 0.0f && (x_dtype != DType::HiFloat8 || contract::is_mx(s_dtype)))
+    throw CliError(ErrorKind::Argument, "--hif8-target: applies to --x-dtype hifloat8 with float scales only");
+  require(contract::check_hif8_target(a.hif8_target), "--hif8-target");
+  require_in_range("--ranks", a.ranks, 1, 1024);
   check_rank_pattern("--in", a.in_pattern, a.ranks);
   check_rank_pattern("--x", a.x_pattern, a.ranks);
   check_rank_pattern("--scales", a.scales_pattern, a.ranks);
 
   std::vector<std::pair<std::string, npy::Array>> files;
   for (int r = 0; r < a.ranks; ++r) {
-    const std::string path = expand_rank(a.in_pattern, r);
-    npy::Array in = load_npy(path);
-    if (in.type != npy::ElemType::Float32)
-      throw CliError(ErrorKind::File, path + ": element type " + std::string(npy::elem_name(in.type)) + " ('" + npy::descr(in.type) +
-                                          "'); expected float32 ('<f4')");
-    if (in.shape.size() != 2 && in.shape.size() != 3)
-      throw CliError(ErrorKind::File, path + ": shape " + shape_text(in.shape) + " must be 2-D (BS, H) or 3-D (B, S, H)");
-    const int64_t h = in.shape.back();
-    const int64_t group = mx ? 64 : 128;  // MX scales come in pairs of 32-element blocks
-    if (h <= 0 || h % group != 0)
-      throw CliError(ErrorKind::File, path + ": H = " + std::to_string(h) + " must be a positive multiple of " +
-                                          std::to_string(group) + " for " + (mx ? "MX" : "per-group") + " quantization");
-    const std::size_t count = in.count();
-    const std::size_t rows = count / static_cast<std::size_t>(h);
-    std::vector<float> v(count);
-    if (count) std::memcpy(v.data(), in.data.data(), count * 4);
-
-    npy::Array x;
-    x.type = x_dtype == DType::Int8 ? npy::ElemType::Int8 : npy::ElemType::UInt8;
-    x.shape = in.shape;
-    x.data.resize(count);
-    npy::Array s;
-    s.shape.assign(in.shape.begin(), in.shape.end() - 1);
-    bool ok;
-    if (mx) {
-      s.type = npy::ElemType::UInt8;
-      s.shape.push_back(h / 64);
-      s.shape.push_back(2);
-      s.data.resize(count / 32);
-      ok = quant::quantize_mx(v.data(), rows, static_cast<std::size_t>(h), x_dtype, x.data.data(), s.data.data());
-    } else {
-      s.type = npy::ElemType::Float32;
-      s.shape.push_back(h / 128);
-      std::vector<float> scales(count / 128);
-      quant::KgOptions opt;
-      opt.hif8_target = a.hif8_target;
-      ok = quant::quantize_kg(v.data(), rows, static_cast<std::size_t>(h), x_dtype, x.data.data(), scales.data(), opt);
-      s.data.resize(scales.size() * 4);
-      if (!scales.empty()) std::memcpy(s.data.data(), scales.data(), s.data.size());
-    }
-    if (!ok) {
-      Status st = quant::check_quantize_args(v.data(), rows, static_cast<std::size_t>(h), x_dtype, s_dtype, x.data.data(),
-                                             s.data.data(), a.hif8_target);
-      if (st.ok()) st = Status::Error(StatusCode::InnerError, "the quantizer failed");
-      throw CliError(ErrorKind::Status, path + ": " + st.message, static_cast<int32_t>(st.code));
-    }
+    auto [x, s] = quantize_file(expand_rank(a.in_pattern, r), x_dtype, s_dtype, a.hif8_target);
     files.emplace_back(expand_rank(a.x_pattern, r), std::move(x));
     files.emplace_back(expand_rank(a.scales_pattern, r), std::move(s));
   }
@@ -97,6 +90,7 @@ void run_quantize(const QuantizeArgs& a) {
   std::printf("qcoll quantize: %d tensor(s) to %s with %s scales; wrote %s and %s%s\n", a.ranks, std::string(dtype_name(x_dtype)).c_str(),
               std::string(dtype_name(s_dtype)).c_str(), files[0].first.c_str(), files[1].first.c_str(),
               a.ranks > 1 ? " (and the other ranks')" : "");
+  return 0;
 }
 
 const CommandRegistrar reg_quantize([](CLI::App& app) {
@@ -109,13 +103,7 @@ const CommandRegistrar reg_quantize([](CLI::App& app) {
   sub->add_option("--hif8-target", args->hif8_target, "HiF8 only: scale = amax / target (default: the library's)");
   sub->add_option("--x", args->x_pattern, "Output x file (int8 or uint8 .npy)")->required();
   sub->add_option("--scales", args->scales_pattern, "Output scales file (float32 or uint8 .npy)")->required();
-  sub->callback([args] {
-    try {
-      run_quantize(*args);
-    } catch (const CliError& e) {
-      throw CLI::RuntimeError(report(e));
-    }
-  });
+  set_action(sub, [args] { return run_quantize(*args); });
 });
 
 }  // namespace

@@ -1,13 +1,26 @@
-// The qcoll command-line program. Each subcommand lives in its own file (see command.hpp).
-#include <cstdio>
-
+// The qcoll program: the subcommand runner (command.hpp) and main().
+#include "cli_error.hpp"
 #include "command.hpp"
 
 namespace qcoll::cli {
+
 std::vector<CommandAdder>& command_adders() {
   static std::vector<CommandAdder> adders;
   return adders;
 }
+
+void set_action(CLI::App* sub, std::function<int()> action) {
+  sub->callback([action = std::move(action)] {
+    int rc = 0;
+    try {
+      rc = action();
+    } catch (const CliError& e) {
+      rc = report(e);
+    }
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
 }  // namespace qcoll::cli
 
 int main(int argc, char** argv) {

@@ -1,8 +1,8 @@
 // Operator calls through the two-phase C API; see operator_call.hpp.
 #include "operator_call.hpp"
 
-#include <memory>
-
+#include "cli_args.hpp"
+#include "cli_error.hpp"
 #include "qcoll/qcoll.h"
 
 namespace qcoll::cli {
@@ -24,39 +24,54 @@ CallResult failed(int32_t status) { return {status, qcollGetRecentErrMsg()}; }
 
 }  // namespace
 
-const char* operator_name(Operator op) {
-  return op == Operator::ReduceScatter ? "reduce-scatter" : "all-reduce";
+const char* command_name(Op op) { return op == Op::ReduceScatter ? "reduce-scatter" : "all-reduce"; }
+
+std::vector<Op> parse_op_list(const std::string& option, const std::string& text) {
+  static constexpr const char* kNames[] = {"reduce-scatter", "all-reduce"};
+  std::vector<Op> out;
+  for (const std::string& item : split_list(text))
+    out.push_back(parse_choice(option, item, kNames) == kNames[0] ? Op::ReduceScatter : Op::AllReduce);
+  if (out.empty()) throw CliError(ErrorKind::Argument, option + ": no operator given");
+  return out;
 }
 
-CallResult call_operator(Operator op, const std::string& group, const TensorArg& x, const TensorArg& scales,
-                         const TensorArg& out) {
-  TensorPtr tx = make_tensor(x), ts = make_tensor(scales), to = make_tensor(out);
-  if (!tx || !ts || !to) return failed(QCOLL_PARAM_INVALID);
-  uint64_t ws_size = 0;
+struct PreparedCall::Tensors {
+  TensorPtr x, scales, out;
+};
+
+PreparedCall::PreparedCall(Op op, const TensorArg& x, const TensorArg& scales, const TensorArg& out)
+    : op_(op), t_(new Tensors{make_tensor(x), make_tensor(scales), make_tensor(out)}) {
+  if (!t_->x || !t_->scales || !t_->out) made_ = failed(QCOLL_PARAM_INVALID);
+}
+PreparedCall::~PreparedCall() = default;
+PreparedCall::PreparedCall(PreparedCall&&) noexcept = default;
+
+CallResult PreparedCall::run(const std::string& group) {
+  if (!made_.ok()) return made_;
+  const bool rs = op_ == Op::ReduceScatter;
+  uint64_t ws = 0;
   qcollOpExecutor* exec = nullptr;
-  qcollStatus st = op == Operator::ReduceScatter
-                       ? qcollQuantReduceScatterGetWorkspaceSize(tx.get(), ts.get(), group.c_str(), "sum", to.get(),
-                                                                 &ws_size, &exec)
-                       : qcollQuantAllReduceGetWorkspaceSize(tx.get(), ts.get(), group.c_str(), "sum", to.get(),
-                                                             &ws_size, &exec);
+  qcollStatus st =
+      rs ? qcollQuantReduceScatterGetWorkspaceSize(t_->x.get(), t_->scales.get(), group.c_str(), "sum", t_->out.get(),
+                                                    &ws, &exec)
+         : qcollQuantAllReduceGetWorkspaceSize(t_->x.get(), t_->scales.get(), group.c_str(), "sum", t_->out.get(), &ws,
+                                               &exec);
   if (st != QCOLL_SUCCESS) return failed(st);
-  std::vector<uint8_t> workspace(ws_size);
-  st = op == Operator::ReduceScatter ? qcollQuantReduceScatter(workspace.data(), ws_size, exec, nullptr)
-                                     : qcollQuantAllReduce(workspace.data(), ws_size, exec, nullptr);
+  if (workspace_.size() < ws) workspace_.resize(ws);
+  st = rs ? qcollQuantReduceScatter(workspace_.data(), ws, exec, nullptr)
+          : qcollQuantAllReduce(workspace_.data(), ws, exec, nullptr);
   if (st != QCOLL_SUCCESS) return failed(st);
   return {};
 }
 
-std::vector<int64_t> expected_output_shape(Operator op, const std::vector<int64_t>& x_shape, int nranks) {
-  if (x_shape.empty() || nranks < 1) return {1, 1};
-  int64_t count = 1;
-  for (int64_t d : x_shape) {
-    if (d <= 0 || __builtin_mul_overflow(count, d, &count)) return {1, 1};
-  }
-  if (op == Operator::AllReduce) return x_shape;
-  const int64_t h = x_shape.back();
-  const int64_t bs = count / h;
-  return {bs / nranks > 0 ? bs / nranks : 1, h};
+CallResult call_operator(Op op, const std::string& group, const TensorArg& x, const TensorArg& scales,
+                         const TensorArg& out) {
+  return PreparedCall(op, x, scales, out).run(group);
+}
+
+std::vector<int64_t> expected_output_shape(Op op, const std::vector<int64_t>& x_shape, int nranks) {
+  if (auto s = contract::output_shape(op, x_shape, nranks)) return *s;
+  return {1, 1};
 }
 
 }  // namespace qcoll::cli

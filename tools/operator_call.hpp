@@ -1,15 +1,24 @@
-// One call of a qcoll operator through the C API (both phases), on the calling rank thread.
+// Calls of the qcoll operators through the two-phase C API, on the calling rank thread.
+// The operators are contract::Op; on the command line they are spelled reduce-scatter and
+// all-reduce.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
+
+struct qcollTensor;
 
 namespace qcoll::cli {
 
-enum class Operator { ReduceScatter, AllReduce };
-const char* operator_name(Operator op);  // "reduce-scatter", "all-reduce"
+using contract::Op;
+// "reduce-scatter", "all-reduce": the subcommands' and bench's spelling.
+const char* command_name(Op op);
+// A comma list of command names; throws CliError(Argument) naming `option`.
+std::vector<Op> parse_op_list(const std::string& option, const std::string& text);
 
 struct TensorArg {
   DType dtype = DType::Float;
@@ -23,14 +32,35 @@ struct CallResult {
   bool ok() const { return status == 0; }
 };
 
-// Runs `op` with x, scales and output on the communicator `group` (which the calling thread
-// or process must have registered) and reduceOp "sum".
-CallResult call_operator(Operator op, const std::string& group, const TensorArg& x, const TensorArg& scales,
+// One operator's tensors, made once, called as often as wanted with a workspace it keeps
+// (as an application reusing its buffers would). Not copyable.
+class PreparedCall {
+ public:
+  PreparedCall(Op op, const TensorArg& x, const TensorArg& scales, const TensorArg& out);
+  ~PreparedCall();
+  PreparedCall(const PreparedCall&) = delete;
+  PreparedCall& operator=(const PreparedCall&) = delete;
+  PreparedCall(PreparedCall&&) noexcept;
+
+  // Both phases on the communicator `group` (registered for the calling thread or
+  // process), reduceOp "sum".
+  CallResult run(const std::string& group);
+
+ private:
+  struct Tensors;
+  Op op_;
+  std::unique_ptr<Tensors> t_;
+  CallResult made_;  // the failure of making the tensors, if any
+  std::vector<uint8_t> workspace_;
+};
+
+// One call: PreparedCall(op, x, scales, out).run(group).
+CallResult call_operator(Op op, const std::string& group, const TensorArg& x, const TensorArg& scales,
                          const TensorArg& out);
 
-// The output shape the operator expects for x's shape (contract.md §rule-9): (BS/n, H) for
-// reduce-scatter, x's shape for all-reduce. For shapes the operator will reject anyway it
-// returns a small placeholder shape so that a buffer can still be passed.
-std::vector<int64_t> expected_output_shape(Operator op, const std::vector<int64_t>& x_shape, int nranks);
+// The output shape `op` has for x's shape over nranks ranks (contract::output_shape); for
+// shapes the operator will reject anyway a small placeholder, so that a buffer can still
+// be passed and the operator give its own message.
+std::vector<int64_t> expected_output_shape(Op op, const std::vector<int64_t>& x_shape, int nranks);
 
 }  // namespace qcoll::cli

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "cli_error.hpp"
+#include "qcoll/status.hpp"
 #include "qcoll/qcoll.h"
 
 #ifdef QCOLL_HAVE_MPI
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "qcoll/mpi.hpp"
+#include "qcoll/settings.hpp"
 #endif
 
 namespace qcoll::cli {
@@ -62,7 +64,8 @@ class MpiRunner final : public RankRunner {
   void process_barrier() override {
     MPI_Request req = MPI_REQUEST_NULL;
     if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS || !wait_polled(req))
-      throw CliError(ErrorKind::Status, "the other processes did not arrive within QCOLL_TIMEOUT_S", 361001);
+      throw CliError(ErrorKind::Status, "the other processes did not arrive within QCOLL_TIMEOUT_S",
+                     static_cast<int32_t>(StatusCode::RuntimeError));
   }
   void share(std::vector<std::vector<uint8_t>>& per_rank) override {
     const int me = group_.rank();
@@ -85,11 +88,7 @@ class MpiRunner final : public RankRunner {
  private:
   // Waits for req until QCOLL_TIMEOUT_S (default 60 s) has passed; false on timeout or error.
   static bool wait_polled(MPI_Request& req) {
-    const char* v = std::getenv("QCOLL_TIMEOUT_S");
-    char* end = nullptr;
-    double secs = v ? std::strtod(v, &end) : 0;
-    if (!v || end == v || *end != '\0' || !(secs > 0 && secs <= 1e6)) secs = 60;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(secs);
+    const auto deadline = std::chrono::steady_clock::now() + settings::call_timeout();
     for (;;) {
       int done = 0;
       if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
@@ -98,8 +97,6 @@ class MpiRunner final : public RankRunner {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
-
- public:
 
  private:
   MpiGroup group_;
