@@ -225,25 +225,36 @@ TEST(ScalarKernel, DecodesEveryCode) {
   }
 }
 
-// INT8 code 1 with scale s gives cast(0 + s): checks the casts on chosen values.
-TEST(ScalarKernel, OutputCastEdgeValues) {
-  const uint32_t values[] = {
+// INT8 code 1 with scale s gives cast(0 + s): the output casts (NaN canonicalization,
+// bf16/fp16 rounding ties, overflow, subnormals) on chosen values, one group each.
+struct CastEdgeInputs {
+  static constexpr uint32_t kValues[] = {
       0x80000000u /* -0 -> +0 */, 0x477FF000u /* 65520 */, 0x477FEFFFu, 0x33000000u /* 2^-25 */,
       0x33400000u, 0x387FE000u, 0x7F7FFFFFu, 0x3F808000u, 0x3F818000u, 0x00000001u,
-      0x7F800000u, 0xFF800000u, 0xFFC00001u, 0x7F800001u, 0xC77FF000u, 0x38000000u};
-  const std::size_t count = 128 * (sizeof values / sizeof values[0]);
-  std::vector<uint8_t> x(count, 1), sc(4 * count / 128);
-  for (std::size_t j = 0; j < count / 128; ++j) std::memcpy(&sc[4 * j], &values[j], 4);
+      0x7F800000u, 0xFF800000u, 0xFFC00001u, 0x7F800001u, 0xC77FF000u, 0x38000000u,
+      0x00008000u, 0x00018000u, 0x807F8000u, 0x7F7F8000u, 0xFF7F8000u, 0x3F7FFFFFu,
+      0x33800000u, 0xB3C00000u};
+  static constexpr std::size_t count = 128 * (sizeof kValues / sizeof kValues[0]);
+  std::vector<uint8_t> x = std::vector<uint8_t>(count, 1), sc = std::vector<uint8_t>(4 * count / 128);
   const uint8_t* xp = x.data();
-  const uint8_t* sp = sc.data();
+  const uint8_t* sp = nullptr;
+  CastEdgeInputs() {
+    for (std::size_t j = 0; j < count / 128; ++j) std::memcpy(&sc[4 * j], &kValues[j], 4);
+    sp = sc.data();
+  }
+  ReduceArgs args(DType o) const { return {DType::Int8, DType::Float, o, 1, &xp, &sp, count, nullptr}; }
+};
+
+TEST(ScalarKernel, OutputCastEdgeValues) {
+  const CastEdgeInputs in;
   for (DType o : {DType::Float, DType::Float16, DType::BFloat16}) {
-    ReduceArgs a{DType::Int8, DType::Float, o, 1, &xp, &sp, count, nullptr};
+    const ReduceArgs a = in.args(o);
     const auto want = reference(a);
     const auto got = run(qcoll::kernels::dequant_reduce_scalar, a);
     EXPECT_EQ(got, want) << qcoll::dtype_name(o) << ": " << first_diff(got, want, qcoll::dtype_size(o));
   }
   // Spot values written out: 0 + (-0) = +0; 65520 -> fp16 Inf; NaN canonical.
-  ReduceArgs a{DType::Int8, DType::Float, DType::Float16, 1, &xp, &sp, count, nullptr};
+  const ReduceArgs a = in.args(DType::Float16);
   const auto got = run(qcoll::kernels::dequant_reduce_scalar, a);
   auto at = [&](std::size_t j) { uint16_t h; std::memcpy(&h, &got[2 * 128 * j], 2); return h; };
   EXPECT_EQ(at(0), 0x0000);
@@ -304,8 +315,11 @@ void expect_same_as_scalar(const std::string& target) {
   uint32_t seed = 1000;
   for (const Combo& c : all_combos()) {
     for (int n : {1, 2, 3, 4, 8, 17}) {  // 17: more sources than the kernels' fixed buffers
-      for (std::size_t count :
-           {std::size_t{128}, std::size_t{384}, std::size_t{4096 + 128}, std::size_t{128 * 37}}) {
+      // MX counts that are not a multiple of 64 end in a half step (AVX-512: 64 per step).
+      for (std::size_t count : {std::size_t{32}, std::size_t{96}, std::size_t{128},
+                                std::size_t{384}, std::size_t{4096 + 128}, std::size_t{32 * 37},
+                                std::size_t{128 * 37}}) {
+        if (count % gsize(c.s) != 0) continue;
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = run(qcoll::kernels::dequant_reduce_scalar, in.args);
         std::vector<uint8_t> out(count * qcoll::dtype_size(c.o) + 1, 0xA5);
@@ -338,6 +352,127 @@ TEST(SimdKernel, EveryTargetMatchesScalar) {
     SCOPED_TRACE(t);
     std::printf("target %s\n", t.c_str());
     expect_same_as_scalar(t);
+  }
+}
+
+// Every x code in every lane position class, against every edge scale (fp32) or every
+// E8M0 scale code, for every output and several n, on every target: SIMD == scalar ==
+// the independent reference. Sources sit at different misalignments.
+struct Exhaustive {
+  std::vector<std::vector<uint8_t>> xbuf, sbuf;
+  std::vector<const uint8_t*> x, s;
+  ReduceArgs args;
+
+  // fp32 scales: zeros, subnormals, normal limits, the E4M3 fold boundary (s * 2^8
+  // overflows from 2^120 up), infinities, quiet/signalling/negative NaN, ordinary values.
+  static constexpr uint32_t kEdgeScales[16] = {
+      0x3F800000u, 0xBF800000u, 0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu,
+      0x00800000u, 0x7F7FFFFFu, 0x7B800000u, 0x7B7FFFFFu, 0x7F800000u, 0xFF800000u,
+      0x7FC00000u, 0x7FA00001u, 0xFFC00000u, 0x3DCCCCCDu};
+
+  Exhaustive(DType xt, DType st, DType ot, int n) {
+    const bool mx = st == DType::Float8E8M0;
+    const std::size_t g = gsize(st);
+    // Blocks of 256 elements hold every code once; KG: 16 edge scales x 2 groups of 128;
+    // MX: 256 scale codes x 8 groups of 32.
+    const std::size_t count = mx ? 256 * 256 : 16 * 256;
+    for (int k = 0; k < n; ++k) {
+      const std::size_t off = 1 + 7 * static_cast<std::size_t>(k);  // 1, 8, 15, ...
+      std::vector<uint8_t> xb(count + off), sb(count / g * (mx ? 1 : 4) + off);
+      const std::size_t mul = 1 + 2 * static_cast<std::size_t>(k * 29 % 128);  // odd: a bijection
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t blk = i / 256;
+        xb[off + i] = static_cast<uint8_t>((i + blk * 13) * mul + 41 * k);
+      }
+      for (std::size_t j = 0; j < count / g; ++j) {
+        if (mx) {
+          sb[off + j] = static_cast<uint8_t>(j / 8 + 31 * k);
+        } else {
+          const uint32_t b = kEdgeScales[(j / 2 + 5 * k) % 16];
+          std::memcpy(&sb[off + 4 * j], &b, 4);
+        }
+      }
+      xbuf.push_back(std::move(xb));
+      sbuf.push_back(std::move(sb));
+      x.push_back(xbuf.back().data() + off);
+      s.push_back(sbuf.back().data() + off);
+    }
+    args = ReduceArgs{xt, st, ot, n, x.data(), s.data(), count, nullptr};
+  }
+};
+
+TEST(SimdKernel, EveryCodeEveryScaleEveryTarget) {
+  std::vector<std::string> targets = qcoll::kernels::dequant_reduce_simd_targets();
+  targets.push_back("");  // dequant_reduce itself
+  for (const Combo& c : all_combos()) {
+    for (int n : {1, 2, 3, 8}) {
+      Exhaustive in(c.x, c.s, c.o, n);
+      const auto want = run(qcoll::kernels::dequant_reduce_scalar, in.args);
+      if (n <= 2) {
+        const auto ref = reference(in.args);
+        ASSERT_EQ(want, ref) << "scalar " << label(c, n, in.args.count) << ": "
+                             << first_diff(want, ref, out_size(c.o));
+      }
+      for (const std::string& t : targets) {
+        std::vector<uint8_t> out(want.size() + 3, 0xA5);
+        ReduceArgs a = in.args;
+        a.out = out.data() + 3;
+        if (t.empty()) {
+          qcoll::kernels::dequant_reduce(a);
+        } else {
+          ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a)) << t;
+        }
+        const std::vector<uint8_t> got(out.begin() + 3, out.end());
+        ASSERT_EQ(got, want) << (t.empty() ? "dispatch" : t) << " " << label(c, n, in.args.count)
+                             << ": " << first_diff(got, want, out_size(c.o));
+      }
+    }
+  }
+}
+
+// One source, scale 1.0, fp32 out, on every target: the output is exactly the decoded
+// code (0 + value; NaN canonical), every code in every one of 64 lane positions.
+TEST(SimdKernel, DecodesEveryCodeInEveryLane) {
+  const std::size_t count = 256 * 64;
+  std::vector<uint8_t> codes(count);
+  // codes[i] = (i / 64 + i % 64) & 255: every code sits at every lane position i % 64.
+  for (std::size_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>(i / 64 + i % 64);
+  const float one = 1.0f;
+  std::vector<uint8_t> sc(4 * count / 128);
+  for (std::size_t j = 0; j < count / 128; ++j) std::memcpy(&sc[4 * j], &one, 4);
+  std::vector<uint8_t> e8(count / 32, 127);  // E8M0 127 = 1.0
+  const uint8_t* xp = codes.data();
+  for (const std::string& t : qcoll::kernels::dequant_reduce_simd_targets()) {
+    for (DType x : {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2}) {
+      for (DType st : {DType::Float, DType::Float8E8M0}) {
+        const uint8_t* sp = st == DType::Float ? sc.data() : e8.data();
+        std::vector<float> out(count);
+        ReduceArgs a{x, st, DType::Float, 1, &xp, &sp, count, out.data()};
+        ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
+        for (std::size_t i = 0; i < count; ++i) {
+          const float want = ref_decode(x, codes[i]);
+          const uint32_t wb = std::isnan(want) ? 0x7FC00000u : f32_bits(want + 0.0f);
+          ASSERT_EQ(f32_bits(out[i]), wb) << t << " " << qcoll::dtype_name(x) << " code "
+                                          << int(codes[i]) << " at lane " << i % 64;
+        }
+      }
+    }
+  }
+}
+
+// The output-cast edge values on every target.
+TEST(SimdKernel, OutputCastEdgeValuesEveryTarget) {
+  const CastEdgeInputs in;
+  for (const std::string& t : qcoll::kernels::dequant_reduce_simd_targets()) {
+    for (DType o : {DType::Float, DType::Float16, DType::BFloat16}) {
+      ReduceArgs a = in.args(o);
+      const auto want = reference(a);
+      std::vector<uint8_t> got(want.size());
+      a.out = got.data();
+      ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
+      EXPECT_EQ(got, want) << t << " " << qcoll::dtype_name(o) << ": "
+                           << first_diff(got, want, out_size(o));
+    }
   }
 }
 

@@ -4,9 +4,35 @@
 // Per output vector: acc = 0; for each source k in order: acc = Add(acc, Mul(decode(x_k),
 // scale_k)); then cast and store. Mul and Add stay separate (never MulAdd), so every
 // lane computes exactly what dequant_reduce_scalar computes. The sources are streamed
-// together (n + 1 streams), so the accumulator never leaves a register.
+// together (n + 1 streams), so the accumulators never leave registers.
 //
-// Decoding (all exact):
+// AVX-512 (AVX3_DL, AVX3): steps of 64 elements, four fp32 vectors per step. A decode may
+// leave the 64 values in one of three lane orders (the same for every source, so the
+// accumulators share it); the store puts them back in element order:
+//   Natural  v_r[j] = element 16r + j
+//   EvenOdd  v_0 / v_1 = even / odd elements of 0..31, v_2 / v_3 the same of 32..63
+//   Mod4     v_r[j] = element 4j + r
+// Decodes (all exact; the byte and word tables come from formats::decode_table):
+//   INT8       sign-extend, int -> fp32 (Natural).
+//   E5M2       one 64-byte load read as 32 words: w << 8 and w & 0xFF00 are the fp16 bits
+//              of the even and odd codes; F16C to fp32 (EvenOdd).
+//   E4M3FN     AVX3_DL: two 128-entry byte permutes (VPERMI2B) give the two upper bytes of
+//              the fp32 bits of |value| (every value has <= 7 fraction bits), the sign is
+//              or-ed in, and shifts/bit-selects place them (Mod4); NaN comes from the table.
+//              AVX3: fp16 bits of value/2^8 by shifts (s.eeee.mmm -> s.0eeee.mmm0000000,
+//              subnormal codes included), with the 2^8 folded into the scale when
+//              scale*2^8 is exact and the block has no NaN code; otherwise the same value
+//              times 2^8 (exact) with the NaN lanes set, times the scale (EvenOdd).
+//   HIFLOAT8   AVX3_DL: as E4M3FN, and the NaN code 0x80 (magnitude 0) set (Mod4).
+//              AVX3: fp16 bits from a 128-entry word table by two masked VPERMI2W (the
+//              table halves chosen by bit 6), sign or-ed in, -0 (code 0x80) -> NaN; F16C
+//              (EvenOdd).
+// Output: NaN sums become the canonical NaN by VFIXUPIMMPS (one instruction); bf16 by
+// integer round-to-nearest-even (bits + 0x7FFF + odd), packed two vectors per store;
+// fp16 by F16C (round to nearest even).
+//
+// Other targets (AVX2, SSE4, SSSE3, EMU128/SCALAR), in element order, 4 vectors per step
+// inside a group (else 1):
 //   INT8     sign-extend to i32, convert to f32.
 //   E4M3FN   F16C targets: code -> fp16 bits of value/2^8 -> f32, with the 2^8 folded into
 //            the group's scale when scale*2^8 is exact and the block has no NaN code
@@ -15,13 +41,15 @@
 //            2^-9 (no fp32 subnormal operands), NaN codes fixed.
 //   E5M2     F16C targets: the code is the top byte of an fp16. Others: as E4M3FN with
 //            +112 and 2^-16, Inf/NaN codes fixed.
-//   HIFLOAT8 every value is exact in fp16: on F16C targets, fp16 bits from a 128-entry
-//            byte table looked up with byte shuffles (DecodeHiF8x4); elsewhere a gather
-//            from the exact 256-entry fp32 table.
-// Output: fp32 as is; bf16 by integer round-to-nearest-even (two vectors per store);
-// fp16 by the hardware conversion (x86 F16C, round to nearest even) or an integer
-// round-to-nearest-even elsewhere. NaN sums become the canonical NaN first (see
-// dequant_reduce.hpp).
+//   HIFLOAT8 F16C targets: fp16 bits from the 128-entry byte table fp16_f looked up with
+//            byte shuffles (DecodeHiF8x4); elsewhere a gather from the exact fp32 table.
+// Output: bf16 by integer round-to-nearest-even; fp16 by the hardware conversion (x86
+// F16C) or an integer round-to-nearest-even elsewhere. NaN sums become the canonical NaN
+// first (see dequant_reduce.hpp).
+//
+// Every decoded value is an fp32 normal or zero, so no multiply sees a subnormal operand
+// unless the scale itself is subnormal (x86 multiplies with a subnormal input take a
+// microcode assist of ~100 cycles; results stay exact).
 
 #include <cmath>
 #include <cstdlib>
@@ -32,7 +60,7 @@
 
 #include "kernels/dequant_reduce.hpp"
 #include "core/float_env.hpp"
-#include "kernels/hif8_fp16_tables.hpp"
+#include "kernels/decode_tables.hpp"
 #include "kernels/output_cast.hpp"
 #include "qcoll/formats.hpp"
 
@@ -239,8 +267,7 @@ HWY_INLINE void StoreBF16Pair(DF df, VF lo, VF hi, void* HWY_RESTRICT out, std::
 struct Tables {
   const float* x = nullptr;     // fp32 decode table of the x dtype
   const float* e8m0 = nullptr;  // fp32 decode table of E8M0, or null for fp32 scales
-  const uint8_t* hif8_f = nullptr;
-  const uint8_t* hif8_l = nullptr;
+  const DecodeTables* dec = nullptr;  // byte/word tables (E4M3FN, E5M2, HiFloat8)
 };
 
 // Whether the 4-vector HiF8 byte-shuffle decode applies (F16C and a block within a group).
@@ -251,18 +278,18 @@ constexpr bool kHiF8Shuffle = X == DType::HiFloat8 && QCOLL_HW_F16;
 template <DType X>
 constexpr bool kE4M3Folded = X == DType::Float8E4M3FN && QCOLL_HW_F16;
 
-// Sources 0..n-1 (n = kN if kN > 0, else a.nsrc), kV vectors per step (1 or 4; with 4 a
-// step stays inside one group). Per lane: acc = 0; acc = acc + (decode * scale), k = 0..n-1.
+// Groups [group_begin, group_end) of sources 0..n-1 (n = kN if kN > 0, else a.nsrc), kV
+// vectors per step (1 or 4; with 4 a step stays inside one group). Per lane: acc = 0; acc = acc + (decode * scale), k = 0..n-1.
 template <DType X, DType OUT, int kN, int kV>
-HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale) {
+HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale,
+                              std::size_t group_begin, std::size_t group_end) {
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const std::size_t g = group_size(a.scales_dtype);
   const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
   const uint8_t* const* HWY_RESTRICT x = a.x;
   void* HWY_RESTRICT const out = a.out;
-  const std::size_t groups = a.count / g;
-  for (std::size_t group = 0; group < groups; ++group) {
+  for (std::size_t group = group_begin; group < group_end; ++group) {
     for (std::size_t k = 0; k < n; ++k) {
       if (t.e8m0 != nullptr) {
         scale[k] = t.e8m0[a.scales[k][group]];
@@ -313,7 +340,7 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
           } else if constexpr (kHiF8Shuffle<X>) {
 #if QCOLL_HW_F16
             int j = 0;
-            DecodeHiF8x4(df, p, t.hif8_f, t.hif8_l, [&](VF d) {
+            DecodeHiF8x4(df, p, t.dec->fp16_f, t.dec->fp16_l, [&](VF d) {
               d = hn::Mul(d, s);
               if (j == 0) acc0 = hn::Add(acc0, d);
               else if (j == 1) acc1 = hn::Add(acc1, d);
@@ -345,28 +372,360 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
   }
 }
 
-template <DType X, DType OUT, int kV>
-void ReduceSources(const ReduceArgs& a, const Tables& t, float* scale) {
-  switch (a.nsrc) {
-    case 1: return ReduceTyped<X, OUT, 1, kV>(a, t, scale);
-    case 2: return ReduceTyped<X, OUT, 2, kV>(a, t, scale);
-    case 4: return ReduceTyped<X, OUT, 4, kV>(a, t, scale);
-    case 8: return ReduceTyped<X, OUT, 8, kV>(a, t, scale);
-    default: return ReduceTyped<X, OUT, 0, kV>(a, t, scale);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// ---- AVX-512: 64 elements per step, four __m512 in a decode-chosen lane order ----------
+
+enum class Order { kNatural, kEvenOdd, kMod4 };
+
+template <DType X>
+constexpr Order kOrder512 =
+    X == DType::Int8 ? Order::kNatural
+    : (HWY_TARGET == HWY_AVX3_DL && X != DType::Float8E5M2) ? Order::kMod4
+                                                            : Order::kEvenOdd;
+
+// Table registers of one call (AVX3_DL: top_hi halves, top_lo halves; AVX3 HiF8: fp16
+// words 0-31, 32-63, 64-95, 96-127).
+struct Regs512 {
+  __m512i t0, t1, t2, t3;
+};
+
+template <DType X>
+HWY_INLINE Regs512 LoadRegs512(const Tables& t) {
+  Regs512 r{};
+  if constexpr (X == DType::Float8E4M3FN || X == DType::HiFloat8) {
+    if constexpr (HWY_TARGET == HWY_AVX3_DL) {
+      r.t0 = _mm512_load_si512(t.dec->top_hi);
+      r.t1 = _mm512_load_si512(t.dec->top_hi + 64);
+      r.t2 = _mm512_load_si512(t.dec->top_lo);
+      r.t3 = _mm512_load_si512(t.dec->top_lo + 64);
+    } else if constexpr (X == DType::HiFloat8) {
+      r.t0 = _mm512_load_si512(t.dec->fp16);
+      r.t1 = _mm512_load_si512(t.dec->fp16 + 32);
+      r.t2 = _mm512_load_si512(t.dec->fp16 + 64);
+      r.t3 = _mm512_load_si512(t.dec->fp16 + 96);
+    }
+  }
+  (void)t;
+  return r;
+}
+
+// fp16 bits of the even (e) and odd (o) codes of a 64-code block -> EvenOdd fp32 vectors.
+HWY_INLINE void CvtEvenOdd(__m512i e, __m512i o, __m512* v) {
+  v[0] = _mm512_cvtph_ps(_mm512_castsi512_si256(e));
+  v[1] = _mm512_cvtph_ps(_mm512_castsi512_si256(o));
+  v[2] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(e, 1));
+  v[3] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(o, 1));
+}
+
+HWY_INLINE void DecodeInt8x64(const uint8_t* HWY_RESTRICT p, __m512* v) {
+  for (int r = 0; r < 4; ++r) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * r));
+    v[r] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
   }
 }
+
+// E5M2: the code is the upper byte of an fp16.
+HWY_INLINE void DecodeE5M2x64(__m512i w, __m512* v) {
+  CvtEvenOdd(_mm512_slli_epi16(w, 8), _mm512_and_si512(w, _mm512_set1_epi16(-256)), v);
+}
+
+// E4M3FN -> fp16 bits of value / 2^8 (exact, NaN codes give +-1.875 / 2^8... see callers).
+HWY_INLINE void DecodeE4M3Div256x64(__m512i w, __m512* v) {
+  const __m512i m = _mm512_set1_epi16(static_cast<short>(0xBF80));
+  const __m512i e = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(w, 8), 1), m);
+  const __m512i o = _mm512_and_si512(_mm512_srai_epi16(w, 1), m);
+  CvtEvenOdd(e, o, v);
+}
+
+// Whether any code of the block is an E4M3FN NaN (0x7F or 0xFF): (code + 1) & 0x7F == 0.
+HWY_INLINE bool AnyE4M3NaN(__m512i w) {
+  const __m512i c1 = _mm512_add_epi8(w, _mm512_set1_epi8(1));
+  return _mm512_testn_epi8_mask(c1, _mm512_set1_epi8(0x7F)) != 0;
+}
+
+// E4M3FN exact values from the value/2^8 decode: times 2^8 (exact: the results are at most
+// 448) and the NaN lanes set.
+HWY_INLINE void DecodeE4M3Exactx64(__m512i w, __m512* v) {
+  DecodeE4M3Div256x64(w, v);
+  const __m512 k256 = _mm512_set1_ps(256.0f);
+  const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
+  const __mmask32 ne = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, _mm512_set1_epi16(0x007F)),
+                                               _mm512_set1_epi16(0x007F));
+  const __mmask32 no = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, _mm512_set1_epi16(0x7F00)),
+                                               _mm512_set1_epi16(0x7F00));
+  const __mmask16 lane_masks[4] = {static_cast<__mmask16>(ne), static_cast<__mmask16>(no),
+                                   static_cast<__mmask16>(ne >> 16), static_cast<__mmask16>(no >> 16)};
+  for (int r = 0; r < 4; ++r) {
+    v[r] = _mm512_mask_mov_ps(_mm512_mul_ps(v[r], k256), lane_masks[r], nan);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// E4M3FN / HiFloat8 by the fp32 upper-byte tables (VPERMI2B uses index bits 0-6, i.e. the
+// magnitude), Mod4 order.
+template <DType X>
+HWY_INLINE void DecodeTop16x64(__m512i code, const Regs512& g, __m512* v) {
+  __m512i hi = _mm512_permutex2var_epi8(g.t0, code, g.t1);
+  __m512i lo = _mm512_permutex2var_epi8(g.t2, code, g.t3);
+  hi = _mm512_ternarylogic_epi32(hi, code, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // hi | (code & 0x80)
+  if constexpr (X == DType::HiFloat8) {
+    // 0x80 is NaN (its magnitude 0 gave -0): quiet NaN 0x7FC0.
+    const __mmask64 nan = _mm512_cmpeq_epi8_mask(code, _mm512_set1_epi8(static_cast<char>(0x80)));
+    hi = _mm512_mask_mov_epi8(hi, nan, _mm512_set1_epi8(0x7F));
+    lo = _mm512_mask_mov_epi8(lo, nan, _mm512_set1_epi8(static_cast<char>(0xC0)));
+  }
+  // Words of (hi, lo) for the even and odd codes: bit-select (0xD8: c ? b : a) by 0x00FF.
+  const __m512i low_byte = _mm512_set1_epi16(0x00FF);
+  const __m512i we = _mm512_ternarylogic_epi32(_mm512_slli_epi16(hi, 8), lo, low_byte, 0xD8);
+  const __m512i wo = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi16(lo, 8), low_byte, 0xD8);
+  // Dword j of we holds the words of codes 4j and 4j+2; of wo, 4j+1 and 4j+3.
+  const __m512i high_word = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(we, 16));
+  v[1] = _mm512_castsi512_ps(_mm512_slli_epi32(wo, 16));
+  v[2] = _mm512_castsi512_ps(_mm512_and_si512(we, high_word));
+  v[3] = _mm512_castsi512_ps(_mm512_and_si512(wo, high_word));
+}
+#else
+// HiFloat8 by the fp16 word table: index bits 0-5 pick within a 64-entry half, bit 6 the
+// half (masked VPERMI2W: lanes outside the mask keep the index, so the second permute
+// reads the untouched indices of the first's unselected lanes).
+HWY_INLINE __m512i HiF8Fp16Words(__m512i idx, __mmask32 upper, const Regs512& g) {
+  const __m512i h = _mm512_mask2_permutex2var_epi16(g.t2, idx, upper, g.t3);
+  return _mm512_mask2_permutex2var_epi16(g.t0, h, static_cast<__mmask32>(~upper), g.t1);
+}
+
+HWY_INLINE void DecodeHiF8Fp16x64(__m512i w, const Regs512& g, __m512* v) {
+  const __m512i wo = _mm512_srli_epi16(w, 8);
+  __m512i e = HiF8Fp16Words(w, _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x0040)), g);
+  __m512i o = HiF8Fp16Words(wo, _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x4000)), g);
+  const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
+  e = _mm512_ternarylogic_epi32(e, _mm512_slli_epi16(w, 8), sign, 0xF8);  // e | (code << 8 & sign)
+  o = _mm512_ternarylogic_epi32(o, w, sign, 0xF8);
+  // -0 arises only from the NaN code 0x80.
+  const __m512i nan16 = _mm512_set1_epi16(static_cast<short>(kCanonicalNanF16));
+  e = _mm512_mask_mov_epi16(e, _mm512_cmpeq_epi16_mask(e, sign), nan16);
+  o = _mm512_mask_mov_epi16(o, _mm512_cmpeq_epi16_mask(o, sign), nan16);
+  CvtEvenOdd(e, o, v);
+}
+#endif
+
+// NaN -> canonical NaN (VFIXUPIMMPS: QNaN/SNaN tokens answer "destination", i.e. the
+// canonical NaN; every other class answers the source).
+HWY_INLINE __m512 CanonicalNaN(__m512 v) {
+  const __m512 canon = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
+  return _mm512_fixupimm_ps(canon, v, _mm512_set1_epi32(0x11111100), 0);
+}
+
+// bf16 round to nearest even in the upper 16 bits (the input is not NaN or canonical).
+HWY_INLINE __m512i RoundBF16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  return _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), odd);
+}
+
+// (hi & 0xFFFF0000) | (lo >> 16): upper words of lo in the lower halves, of hi in the upper.
+HWY_INLINE __m512i UpperWords(__m512i lo, __m512i hi) {
+  return _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(lo, 16),
+                                   _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), 0xEC);
+}
+
+// Dword indices interleaving lanes 0-7 (Lo) or 8-15 (Hi) of two sources a, b (b = +16).
+HWY_INLINE __m512i InterleaveLo32() {
+  return _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+HWY_INLINE __m512i InterleaveHi32() {
+  return _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+}
+
+// v (in order O) -> the four vectors of elements 0-15, 16-31, 32-47, 48-63.
+template <Order O>
+HWY_INLINE void ToNatural(__m512* v) {
+  if constexpr (O == Order::kEvenOdd) {
+    const __m512i lo = InterleaveLo32(), hi = InterleaveHi32();
+    const __m512 n0 = _mm512_permutex2var_ps(v[0], lo, v[1]);
+    const __m512 n1 = _mm512_permutex2var_ps(v[0], hi, v[1]);
+    const __m512 n2 = _mm512_permutex2var_ps(v[2], lo, v[3]);
+    const __m512 n3 = _mm512_permutex2var_ps(v[2], hi, v[3]);
+    v[0] = n0, v[1] = n1, v[2] = n2, v[3] = n3;
+  } else if constexpr (O == Order::kMod4) {
+    const __m512i lo = InterleaveLo32(), hi = InterleaveHi32();
+    const __m512i qlo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+    const __m512i qhi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512d a_lo = _mm512_castps_pd(_mm512_permutex2var_ps(v[0], lo, v[1]));  // 4j, 4j+1
+    const __m512d b_lo = _mm512_castps_pd(_mm512_permutex2var_ps(v[2], lo, v[3]));  // 4j+2, 4j+3
+    const __m512d a_hi = _mm512_castps_pd(_mm512_permutex2var_ps(v[0], hi, v[1]));
+    const __m512d b_hi = _mm512_castps_pd(_mm512_permutex2var_ps(v[2], hi, v[3]));
+    v[0] = _mm512_castpd_ps(_mm512_permutex2var_pd(a_lo, qlo, b_lo));
+    v[1] = _mm512_castpd_ps(_mm512_permutex2var_pd(a_lo, qhi, b_lo));
+    v[2] = _mm512_castpd_ps(_mm512_permutex2var_pd(a_hi, qlo, b_hi));
+    v[3] = _mm512_castpd_ps(_mm512_permutex2var_pd(a_hi, qhi, b_hi));
+  }
+}
+
+template <DType OUT, Order O>
+HWY_INLINE void Store512(__m512* v, void* HWY_RESTRICT out, std::size_t i) {
+  for (int r = 0; r < 4; ++r) v[r] = CanonicalNaN(v[r]);
+  if constexpr (OUT == DType::BFloat16) {
+    uint16_t* o = static_cast<uint16_t*>(out) + i;
+    const __m512i r0 = RoundBF16(v[0]), r1 = RoundBF16(v[1]);
+    const __m512i r2 = RoundBF16(v[2]), r3 = RoundBF16(v[3]);
+    __m512i lo, hi;
+    if constexpr (O == Order::kNatural) {
+      // Upper words of r0 then of r1 (word 2j+1 of each dword j).
+      const __m512i odd_words = _mm512_set_epi16(
+          63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+          31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+      lo = _mm512_permutex2var_epi16(r0, odd_words, r1);
+      hi = _mm512_permutex2var_epi16(r2, odd_words, r3);
+    } else if constexpr (O == Order::kEvenOdd) {
+      lo = UpperWords(r0, r1);
+      hi = UpperWords(r2, r3);
+    } else {
+      const __m512i d01 = UpperWords(r0, r1), d23 = UpperWords(r2, r3);  // (4j, 4j+1), (4j+2, 4j+3)
+      lo = _mm512_permutex2var_epi32(d01, InterleaveLo32(), d23);
+      hi = _mm512_permutex2var_epi32(d01, InterleaveHi32(), d23);
+    }
+    _mm512_storeu_si512(o, lo);
+    _mm512_storeu_si512(o + 32, hi);
+  } else {
+    ToNatural<O>(v);
+    if constexpr (OUT == DType::Float) {
+      float* o = static_cast<float*>(out) + i;
+      for (int r = 0; r < 4; ++r) _mm512_storeu_ps(o + 16 * r, v[r]);
+    } else {
+      uint16_t* o = static_cast<uint16_t*>(out) + i;
+      for (int r = 0; r < 4; ++r) {
+        const __m256i h = _mm512_cvtps_ph(v[r], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 16 * r), h);
+      }
+    }
+  }
+}
+
+// The scale of each vector of a 64-element step (MX: elements 0-31 use group 2q, 32-63
+// group 2q+1; in Mod4 order each vector holds both halves).
+template <Order O, bool kMX>
+HWY_INLINE void StepScales(float s0, float s1, __m512* sv) {
+  if constexpr (!kMX) {
+    (void)s1;
+    sv[0] = sv[1] = sv[2] = sv[3] = _mm512_set1_ps(s0);
+  } else if constexpr (O == Order::kMod4) {
+    sv[0] = _mm512_mask_broadcastss_ps(_mm512_set1_ps(s0), 0xFF00, _mm_set_ss(s1));
+    sv[1] = sv[2] = sv[3] = sv[0];
+  } else {
+    sv[0] = sv[1] = _mm512_set1_ps(s0);
+    sv[2] = sv[3] = _mm512_set1_ps(s1);
+  }
+}
+
+// Elements [0, end) (end a multiple of 64) of sources 0..n-1.
+template <DType X, DType OUT, int kN, bool kMX>
+HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t end) {
+  constexpr Order O = kOrder512<X>;
+  const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
+  const Regs512 g = LoadRegs512<X>(t);
+  (void)g;
+  const uint8_t* const* HWY_RESTRICT x = a.x;
+  const uint8_t* const* HWY_RESTRICT sc = a.scales;
+  for (std::size_t i = 0; i < end; i += 64) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    for (std::size_t k = 0; k < n; ++k) {
+      float s0, s1 = 0.0f;
+      if constexpr (kMX) {
+        s0 = t.e8m0[sc[k][i / 32]];
+        s1 = t.e8m0[sc[k][i / 32 + 1]];
+      } else {
+        std::memcpy(&s0, sc[k] + 4 * (i / 128), 4);
+      }
+      const uint8_t* HWY_RESTRICT p = x[k] + i;
+      __m512 d[4];
+      if constexpr (X == DType::Int8) {
+        DecodeInt8x64(p, d);
+      } else if constexpr (X == DType::Float8E5M2) {
+        DecodeE5M2x64(_mm512_loadu_si512(p), d);
+#if HWY_TARGET == HWY_AVX3_DL
+      } else {
+        DecodeTop16x64<X>(_mm512_loadu_si512(p), g, d);
+      }
+#else
+      } else if constexpr (X == DType::HiFloat8) {
+        DecodeHiF8Fp16x64(_mm512_loadu_si512(p), g, d);
+      } else {  // E4M3FN: fold 2^8 into the scale where exact
+        const __m512i w = _mm512_loadu_si512(p);
+        const float f0 = s0 * 256.0f, f1 = s1 * 256.0f;
+        const bool exact = (std::isfinite(f0) || !std::isfinite(s0)) &&
+                           (!kMX || std::isfinite(f1) || !std::isfinite(s1));
+        if (HWY_LIKELY(exact && !AnyE4M3NaN(w))) {
+          DecodeE4M3Div256x64(w, d);
+          s0 = f0;
+          s1 = f1;
+        } else {
+          DecodeE4M3Exactx64(w, d);
+        }
+      }
+#endif
+      __m512 sv[4];
+      StepScales<O, kMX>(s0, s1, sv);
+      for (int r = 0; r < 4; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d[r], sv[r]));
+    }
+    Store512<OUT, O>(acc, a.out, i);
+  }
+}
+#endif  // AVX3 / AVX3_DL
+
+template <DType X, DType OUT, int kV>
+void ReduceSources(const ReduceArgs& a, const Tables& t, float* scale, std::size_t g0,
+                   std::size_t g1) {
+  switch (a.nsrc) {
+    case 1: return ReduceTyped<X, OUT, 1, kV>(a, t, scale, g0, g1);
+    case 2: return ReduceTyped<X, OUT, 2, kV>(a, t, scale, g0, g1);
+    case 4: return ReduceTyped<X, OUT, 4, kV>(a, t, scale, g0, g1);
+    case 8: return ReduceTyped<X, OUT, 8, kV>(a, t, scale, g0, g1);
+    default: return ReduceTyped<X, OUT, 0, kV>(a, t, scale, g0, g1);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+template <DType X, DType OUT, bool kMX>
+void Reduce512Sources(const ReduceArgs& a, const Tables& t, std::size_t end) {
+  switch (a.nsrc) {
+    case 1: return Reduce512<X, OUT, 1, kMX>(a, t, end);
+    case 2: return Reduce512<X, OUT, 2, kMX>(a, t, end);
+    case 4: return Reduce512<X, OUT, 4, kMX>(a, t, end);
+    case 8: return Reduce512<X, OUT, 8, kMX>(a, t, end);
+    default: return Reduce512<X, OUT, 0, kMX>(a, t, end);
+  }
+}
+#endif
 
 template <DType X, DType OUT>
 void ReduceSteps(const ReduceArgs& a, const Tables& t, float* scale) {
   const DF df;
-  if (4 * hn::Lanes(df) <= group_size(a.scales_dtype)) {
-    ReduceSources<X, OUT, 4>(a, t, scale);
+  const std::size_t g = group_size(a.scales_dtype);
+  const std::size_t groups = a.count / g;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // Whole 64-element steps, then (MX only) a last group of 32 one vector at a time.
+  const std::size_t end = a.count / 64 * 64;
+  if (t.e8m0 != nullptr) {
+    Reduce512Sources<X, OUT, true>(a, t, end);
+  } else {
+    Reduce512Sources<X, OUT, false>(a, t, end);
+  }
+  if (end < a.count) {
+    ReduceSources<X == DType::HiFloat8 ? DType::UInt8 : X, OUT, 1>(a, t, scale, end / g, groups);
+  }
+  (void)df;
+#else
+  if (4 * hn::Lanes(df) <= g) {
+    ReduceSources<X, OUT, 4>(a, t, scale, 0, groups);
   } else if constexpr (!kHiF8Shuffle<X>) {
-    ReduceSources<X, OUT, 1>(a, t, scale);
+    ReduceSources<X, OUT, 1>(a, t, scale, 0, groups);
   } else {
     // One vector per step: HiF8 by gather from the fp32 table (Decode<UInt8> gathers).
-    ReduceSources<DType::UInt8, OUT, 1>(a, t, scale);
+    ReduceSources<DType::UInt8, OUT, 1>(a, t, scale, 0, groups);
   }
+#endif
 }
 
 template <DType X>
@@ -392,11 +751,8 @@ void DequantReduceSimd(const ReduceArgs& a) {
   Tables t;
   t.x = formats::decode_table(a.x_dtype);
   if (a.scales_dtype == DType::Float8E8M0) t.e8m0 = formats::decode_table(DType::Float8E8M0);
-  if (a.x_dtype == DType::HiFloat8) {
-    t.hif8_f = hif8_fp16_tables().f;
-    t.hif8_l = hif8_fp16_tables().l;
-  }
-  float small[32];  // scales of the current group, then (E4M3FN) the same times 2^8
+  if (a.x_dtype != DType::Int8) t.dec = &decode_tables(a.x_dtype);
+  float small[32];  // generic path: scales of the current group, then (E4M3FN) times 2^8
   std::vector<float> big;
   float* scale = small;
   if (a.nsrc > 16) {
@@ -436,13 +792,17 @@ void throw_if_bad(const ReduceArgs& a) {
   if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
 }
 
-// The SIMD targets compiled here that this CPU supports, best first.
-std::vector<int64_t> usable_targets() {
-  std::vector<int64_t> out;
-  for (int64_t t = hwy::SupportedTargets() & HWY_TARGETS; t != 0; t &= t - 1) {
-    out.push_back(t & ~(t - 1));  // lowest bit first = best target first
-  }
-  return out;
+// The SIMD targets compiled here that this CPU supports, best first. Computed once:
+// hwy::SupportedTargets() runs CPUID every call, which traps to the hypervisor in a VM.
+const std::vector<int64_t>& usable_targets() {
+  static const std::vector<int64_t> targets = [] {
+    std::vector<int64_t> out;
+    for (int64_t t = hwy::SupportedTargets() & HWY_TARGETS; t != 0; t &= t - 1) {
+      out.push_back(t & ~(t - 1));  // lowest bit first = best target first
+    }
+    return out;
+  }();
+  return targets;
 }
 
 }  // namespace
@@ -459,7 +819,7 @@ void dequant_reduce(const ReduceArgs& a) {
 
 const char* dequant_reduce_target() {
   if (force_scalar()) return "scalar";
-  const std::vector<int64_t> t = usable_targets();
+  const std::vector<int64_t>& t = usable_targets();
   return t.empty() ? "scalar" : hwy::TargetName(t.front());
 }
 
