@@ -319,7 +319,7 @@ void expect_same_as_scalar(const std::string& target) {
       for (std::size_t count : {std::size_t{32}, std::size_t{96}, std::size_t{128},
                                 std::size_t{384}, std::size_t{4096 + 128}, std::size_t{32 * 37},
                                 std::size_t{128 * 37}}) {
-        if (count % gsize(c.s) != 0) continue;
+        if (count % oracle::group_size(c.s) != 0) continue;
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = run(qcoll::kernels::dequant_reduce_scalar, in.args);
         std::vector<uint8_t> out(count * qcoll::dtype_size(c.o) + 1, 0xA5);
@@ -372,7 +372,7 @@ struct Exhaustive {
 
   Exhaustive(DType xt, DType st, DType ot, int n) {
     const bool mx = st == DType::Float8E8M0;
-    const std::size_t g = gsize(st);
+    const std::size_t g = oracle::group_size(st);
     // Blocks of 256 elements hold every code once; KG: 16 edge scales x 2 groups of 128;
     // MX: 256 scale codes x 8 groups of 32.
     const std::size_t count = mx ? 256 * 256 : 16 * 256;
@@ -411,7 +411,7 @@ TEST(SimdKernel, EveryCodeEveryScaleEveryTarget) {
       if (n <= 2) {
         const auto ref = reference(in.args);
         ASSERT_EQ(want, ref) << "scalar " << label(c, n, in.args.count) << ": "
-                             << first_diff(want, ref, out_size(c.o));
+                             << first_diff(want, ref, qcoll::dtype_size(c.o));
       }
       for (const std::string& t : targets) {
         std::vector<uint8_t> out(want.size() + 3, 0xA5);
@@ -424,7 +424,7 @@ TEST(SimdKernel, EveryCodeEveryScaleEveryTarget) {
         }
         const std::vector<uint8_t> got(out.begin() + 3, out.end());
         ASSERT_EQ(got, want) << (t.empty() ? "dispatch" : t) << " " << label(c, n, in.args.count)
-                             << ": " << first_diff(got, want, out_size(c.o));
+                             << ": " << first_diff(got, want, qcoll::dtype_size(c.o));
       }
     }
   }
@@ -450,7 +450,7 @@ TEST(SimdKernel, DecodesEveryCodeInEveryLane) {
         ReduceArgs a{x, st, DType::Float, 1, &xp, &sp, count, out.data()};
         ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
         for (std::size_t i = 0; i < count; ++i) {
-          const float want = ref_decode(x, codes[i]);
+          const float want = oracle::decode_f(x, codes[i]);
           const uint32_t wb = std::isnan(want) ? 0x7FC00000u : f32_bits(want + 0.0f);
           ASSERT_EQ(f32_bits(out[i]), wb) << t << " " << qcoll::dtype_name(x) << " code "
                                           << int(codes[i]) << " at lane " << i % 64;
@@ -471,7 +471,7 @@ TEST(SimdKernel, OutputCastEdgeValuesEveryTarget) {
       a.out = got.data();
       ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
       EXPECT_EQ(got, want) << t << " " << qcoll::dtype_name(o) << ": "
-                           << first_diff(got, want, out_size(o));
+                           << first_diff(got, want, qcoll::dtype_size(o));
     }
   }
 }
