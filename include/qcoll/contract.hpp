@@ -93,6 +93,12 @@ const char* op_name(Op op);  // "QuantReduceScatter", "QuantAllReduce"
 inline constexpr int kRankCounts[] = {2, 4, 8};
 bool is_rank_count(int nranks);
 
+// A communicator (a thread group, or one made from a unique id) has 1 to kMaxCommRanks
+// ranks; the operators take those of kRankCounts ranks (rule 3).
+inline constexpr int kMaxCommRanks = 1024;
+// PARAM_INVALID "nranks: must be in [1, 1024], got N", or Ok.
+Status check_comm_size(int nranks);
+
 // Rule 7: H is a multiple of 128 in [1024, 8192].
 inline constexpr int64_t kOpHMultiple = 128;
 inline constexpr int64_t kOpHMin = 1024;

@@ -40,7 +40,8 @@ typedef enum { QCOLL_FORMAT_ND = 2 } qcollFormat; /* ACL_FORMAT_ND is 2 */
 
 typedef struct qcollTensor qcollTensor;
 typedef struct qcollOpExecutor qcollOpExecutor;
-typedef void *qcollStream; /* NULL: run synchronously (the only mode of this version) */
+/* NULL: run synchronously; else a stream from qcollStreamCreate (see Streams below). */
+typedef void *qcollStream;
 
 /* Like aclCreateTensor: view shape, dtype, strides (elements), offset (elements), format,
  * storage shape, data pointer. The tensor does not own the data. Returns NULL on bad
@@ -69,6 +70,71 @@ qcollStatus qcollThreadGroupJoin(qcollThreadGroup *group, int32_t rank);
 qcollStatus qcollThreadGroupLeave(qcollThreadGroup *group);
 /* Destroys the group once no thread is inside an operator call on it. */
 qcollStatus qcollThreadGroupDestroy(qcollThreadGroup *group);
+
+/* ---- Communicators of processes without MPI: a unique id (docs/api.md §Bootstrap) ------
+ * As ncclGetUniqueId / ncclCommInitRank: one process makes an id, passes it to the ranks by
+ * any means (a file, an environment variable through qcollUniqueIdToHex, a store), and each
+ * rank joins with qcollCommInitRank. The ranks must run on one host (shared memory, HCCL_BUFFSIZE
+ * MB per rank in /dev/shm, nothing left there once every rank has joined). The process that
+ * made the id serves the rendezvous: it must stay alive until every rank has joined. */
+#define QCOLL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[QCOLL_UNIQUE_ID_BYTES];
+} qcollUniqueId;
+/* Characters of an id in hex (no NUL): 256. */
+#define QCOLL_UNIQUE_ID_HEX_CHARS (2 * QCOLL_UNIQUE_ID_BYTES)
+
+typedef struct qcollComm qcollComm;
+
+/* A fresh id; this process serves its rendezvous (a background thread and an abstract Unix
+ * socket, nothing in the file system) until it is over, or until the process exits. */
+qcollStatus qcollGetUniqueId(qcollUniqueId *id);
+/* Writes the id as 256 lowercase hex digits and a NUL; hexSize must be at least 257. */
+qcollStatus qcollUniqueIdToHex(const qcollUniqueId *id, char *hex, size_t hexSize);
+/* Reads 256 hex digits (either case) back into an id. */
+qcollStatus qcollUniqueIdFromHex(const char *hex, qcollUniqueId *id);
+
+/* Called once by every rank 0..nranks-1 (1 <= nranks <= 1024; the operators need 2, 4 or 8),
+ * each with the same id, nranks and name; returns once every rank has joined, or with an
+ * error within QCOLL_TIMEOUT_S (default 60 s): PARAM_INVALID for a bad rank, nranks or name,
+ * a rank joining twice, ranks that disagree on nranks, name or HCCL_BUFFSIZE, or a stale id
+ * (already used, or its creator has exited); RUNTIME_ERROR on the other ranks, and when a
+ * rank does not come in time. name: as a group name (< 128 characters), the same on every
+ * rank; NULL gives "uid-" and 32 hex digits of the id. On success the name is registered for
+ * the calling process (the operators' `group`); when several ranks of the communicator are
+ * threads of one process, for the calling thread only. */
+qcollStatus qcollCommInitRank(const char *name, int32_t nranks, const qcollUniqueId *id, int32_t rank,
+                              qcollComm **comm);
+/* Unregisters the name and releases the communicator (never waits for peers; calls already
+ * enqueued on a stream keep it alive until they finish). A communicator registered for a
+ * thread is destroyed on that thread. NULL is accepted. */
+qcollStatus qcollCommDestroy(qcollComm *comm);
+qcollStatus qcollCommRank(const qcollComm *comm, int32_t *rank);
+qcollStatus qcollCommSize(const qcollComm *comm, int32_t *size);
+/* The name the operators resolve (NULL for a NULL comm); valid until qcollCommDestroy. */
+const char *qcollCommName(const qcollComm *comm);
+
+/* ---- Streams (docs/api.md §Streams) ----------------------------------------------------
+ * Phase two of an operator on a stream enqueues the call and returns at once: the calls of
+ * one stream run in order on the stream's own thread, different streams run concurrently.
+ * x, scales, the output and the workspace must stay valid until the call finished (a
+ * synchronize returned). A failure is reported by the next synchronize (or the destroy);
+ * the outputs of a failed call are left untouched. Calls on one communicator rank must be
+ * ordered: put them on one stream (or synchronize in between). */
+qcollStatus qcollStreamCreate(qcollStream *stream);
+/* Waits until every call enqueued on the stream before this one has finished, at most
+ * timeoutMs milliseconds (-1: no limit; 0: just look). Returns the first failure of those
+ * calls since the last synchronize (status and message; later ones are counted in it), or
+ * SUCCESS. When the time runs out: RUNTIME_ERROR "stream: synchronize timed out ..."; the
+ * calls go on and their failures stay for the next synchronize. A NULL stream has nothing
+ * pending. */
+qcollStatus qcollStreamSynchronize(qcollStream stream, int32_t timeoutMs);
+/* As qcollStreamSynchronize; *timedOut (if non-NULL) is 1 when the time ran out, else 0. */
+qcollStatus qcollStreamSynchronizeEx(qcollStream stream, int32_t timeoutMs, int32_t *timedOut);
+/* Waits for every call enqueued (with no limit: each call is bounded by QCOLL_TIMEOUT_S),
+ * then releases the stream and its thread; returns the failure a synchronize would have
+ * reported (the stream is released either way). NULL is accepted. */
+qcollStatus qcollStreamDestroy(qcollStream stream);
 
 /* ---- Operators (contract.md §api) ----------------------------------------------------- */
 qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales,

@@ -10,6 +10,8 @@
 // Every operator call is collective: all ranks of the group make the same call. Errors
 // throw qcoll::Error (code + message); the try_ variants return a qcoll::Status instead.
 #pragma once
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,6 +25,7 @@
 #include "qcoll/status.hpp"
 
 struct qcollThreadGroup;
+struct qcollComm;
 
 namespace qcoll {
 
@@ -115,6 +118,81 @@ class ThreadGroup {
   int size_ = 0;
 };
 
+// ---- Processes of one host without MPI (qcollGetUniqueId / qcollCommInitRank) ----
+//
+//   qcoll::UniqueId id = qcoll::UniqueId::create();      // one process; pass id.hex() on
+//   qcoll::Comm comm("tp", 4, qcoll::UniqueId::from_hex(hex), rank);   // every rank
+//   qcoll::quant_all_reduce(x, scales, comm, out);
+//
+// A unique id: 128 opaque bytes, copyable as they are or as 256 hex digits.
+class UniqueId {
+ public:
+  static constexpr std::size_t kBytes = 128;
+  UniqueId() = default;  // zero bytes: not an id (joining with it is PARAM_INVALID)
+  // A fresh id; this process serves its rendezvous until every rank joined (keep it alive).
+  static UniqueId create();
+  // Throws Error(PARAM_INVALID) unless hex is 256 hex digits of an id.
+  static UniqueId from_hex(const std::string& hex);
+  // Throws Error(PARAM_INVALID) unless there are exactly 128 bytes.
+  static UniqueId from_bytes(std::span<const uint8_t> bytes);
+  std::string hex() const;
+  const std::array<uint8_t, kBytes>& bytes() const { return bytes_; }
+
+ private:
+  std::array<uint8_t, kBytes> bytes_{};
+};
+
+// Rank `rank` of a communicator of `nranks` processes (or threads) on this host, made from
+// a unique id (qcollCommInitRank: collective, bounded by QCOLL_TIMEOUT_S; throws Error).
+// Its name is the operators' group; the destructor releases it (qcollCommDestroy).
+class Comm {
+ public:
+  Comm(const std::string& name, int nranks, const UniqueId& id, int rank);
+  Comm(Comm&& o) noexcept;
+  Comm& operator=(Comm&& o) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm();
+
+  const std::string& name() const { return name_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  qcollComm* handle() const { return comm_; }
+
+ private:
+  qcollComm* comm_ = nullptr;
+  std::string name_;
+  int rank_ = -1;
+  int size_ = 0;
+};
+
+// A stream (qcollStreamCreate): the operator overloads that take one enqueue the call and
+// return; calls on one stream run in order, different streams concurrently. The stream
+// keeps the workspace of each call; x, scales and out must stay valid until synchronize()
+// returned. The destructor waits for the calls still queued (their failures are lost:
+// synchronize first to see them).
+class Stream {
+ public:
+  Stream();
+  Stream(Stream&& o) noexcept;
+  Stream& operator=(Stream&& o) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+
+  // Waits for every call enqueued so far; throws Error with the first failure among them.
+  void synchronize();
+  // The same, at most `timeout`: false when the time ran out (the calls go on).
+  bool synchronize(std::chrono::milliseconds timeout);
+  void* handle() const;  // the qcollStream
+
+  struct Impl;  // the library's side (the workspaces it keeps)
+  Impl* impl() const { return impl_.get(); }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 // The operators (collective; every rank calls with the same dtypes and shapes).
 // `group` names a communicator registered for the calling thread or process.
 void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
@@ -135,6 +213,38 @@ inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales,
 inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
                              const TensorView& out, const std::string& reduce_op = "sum") {
   quant_all_reduce(x, scales, group.name(), out, reduce_op);
+}
+
+inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const Comm& group,
+                                 const TensorView& out, const std::string& reduce_op = "sum") {
+  quant_reduce_scatter(x, scales, group.name(), out, reduce_op);
+}
+inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const Comm& group,
+                             const TensorView& out, const std::string& reduce_op = "sum") {
+  quant_all_reduce(x, scales, group.name(), out, reduce_op);
+}
+
+// On a stream: phase one here (its errors throw), phase two enqueued (its errors come from
+// stream.synchronize()).
+void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
+                          const TensorView& out, Stream& stream, const std::string& reduce_op = "sum");
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
+                      const TensorView& out, Stream& stream, const std::string& reduce_op = "sum");
+inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const Comm& group,
+                                 const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+  quant_reduce_scatter(x, scales, group.name(), out, stream, reduce_op);
+}
+inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const Comm& group,
+                             const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+  quant_all_reduce(x, scales, group.name(), out, stream, reduce_op);
+}
+inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
+                                 const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+  quant_reduce_scatter(x, scales, group.name(), out, stream, reduce_op);
+}
+inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
+                             const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+  quant_all_reduce(x, scales, group.name(), out, stream, reduce_op);
 }
 
 // The communicator `group` as the calling thread sees it (qcollGroupInfo); nullopt when no

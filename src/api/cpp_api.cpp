@@ -1,4 +1,7 @@
 // The C++ API (qcoll.hpp), written over the C API so that both behave the same.
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <new>
 #include <utility>
 
@@ -27,8 +30,34 @@ using PrepareFn = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const 
                                   qcollTensor*, uint64_t*, qcollOpExecutor**);
 using RunFn = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
 
+}  // namespace
+
+struct Stream::Impl {
+  qcollStream stream = nullptr;
+  std::mutex mu;
+  std::deque<std::vector<uint8_t>> workspaces;  // of the calls enqueued, oldest first
+
+  // Keeps the workspace of an enqueued call until a synchronize covered it.
+  void* keep(std::vector<uint8_t> ws) {
+    std::lock_guard<std::mutex> lk(mu);
+    workspaces.push_back(std::move(ws));
+    return workspaces.back().empty() ? nullptr : workspaces.back().data();
+  }
+  std::size_t kept() {
+    std::lock_guard<std::mutex> lk(mu);
+    return workspaces.size();
+  }
+  void release_oldest(std::size_t n) {
+    std::lock_guard<std::mutex> lk(mu);
+    for (std::size_t i = 0; i < n && !workspaces.empty(); ++i) workspaces.pop_front();
+  }
+};
+
+namespace {
+
 Status run_operator(PrepareFn prepare, RunFn run, const TensorView& x, const TensorView& scales,
-                    const std::string& group, const TensorView& out, const std::string& reduce_op) {
+                    const std::string& group, const TensorView& out, const std::string& reduce_op,
+                    Stream::Impl* stream = nullptr) {
   TensorPtr tx = make_tensor(x), ts = make_tensor(scales), to = make_tensor(out);
   uint64_t ws_size = 0;
   qcollOpExecutor* exec = nullptr;
@@ -52,8 +81,17 @@ Status run_operator(PrepareFn prepare, RunFn run, const TensorView& x, const Ten
     return Status::Error(StatusCode::InnerError,
                          "workspace: cannot allocate " + std::to_string(ws_size) + " bytes");
   }
+  if (stream != nullptr) {
+    void* ws = stream->keep(std::move(workspace));
+    return recent(run(ws, ws_size, exec, stream->stream));
+  }
   rc = run(workspace.empty() ? nullptr : workspace.data(), ws_size, exec, nullptr);
   return recent(rc);
+}
+
+Stream::Impl* stream_impl(Stream& s) {
+  if (s.handle() == nullptr) throw Error(StatusCode::ParamInvalid, "stream: moved-from Stream");
+  return s.impl();
 }
 
 std::string with_status_name(StatusCode code, const std::string& message) {
@@ -174,5 +212,114 @@ Status try_quant_all_reduce(const TensorView& x, const TensorView& scales, const
     return Status::Error(StatusCode::InnerError, "internal error");
   }
 }
+
+void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
+                          const TensorView& out, Stream& stream, const std::string& reduce_op) {
+  throw_if_error(run_operator(qcollQuantReduceScatterGetWorkspaceSize, qcollQuantReduceScatter, x, scales, group,
+                              out, reduce_op, stream_impl(stream)));
+}
+
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
+                      const TensorView& out, Stream& stream, const std::string& reduce_op) {
+  throw_if_error(run_operator(qcollQuantAllReduceGetWorkspaceSize, qcollQuantAllReduce, x, scales, group, out,
+                              reduce_op, stream_impl(stream)));
+}
+
+// ---- UniqueId, Comm, Stream ----
+
+UniqueId UniqueId::create() {
+  qcollUniqueId raw;
+  throw_if_error(recent(qcollGetUniqueId(&raw)));
+  UniqueId id;
+  std::memcpy(id.bytes_.data(), raw.internal, kBytes);
+  return id;
+}
+
+UniqueId UniqueId::from_hex(const std::string& hex) {
+  qcollUniqueId raw;
+  throw_if_error(recent(qcollUniqueIdFromHex(hex.c_str(), &raw)));
+  UniqueId id;
+  std::memcpy(id.bytes_.data(), raw.internal, kBytes);
+  return id;
+}
+
+UniqueId UniqueId::from_bytes(std::span<const uint8_t> bytes) {
+  if (bytes.size() != kBytes)
+    throw Error(StatusCode::ParamInvalid, "id: must be " + std::to_string(kBytes) + " bytes, got " +
+                                              std::to_string(bytes.size()));
+  UniqueId id;
+  std::memcpy(id.bytes_.data(), bytes.data(), kBytes);
+  return id;
+}
+
+std::string UniqueId::hex() const {
+  qcollUniqueId raw;
+  std::memcpy(raw.internal, bytes_.data(), kBytes);
+  char text[QCOLL_UNIQUE_ID_HEX_CHARS + 1];
+  throw_if_error(recent(qcollUniqueIdToHex(&raw, text, sizeof text)));
+  return text;
+}
+
+Comm::Comm(const std::string& name, int nranks, const UniqueId& id, int rank) {
+  qcollUniqueId raw;
+  std::memcpy(raw.internal, id.bytes().data(), UniqueId::kBytes);
+  throw_if_error(recent(qcollCommInitRank(name.c_str(), nranks, &raw, rank, &comm_)));
+  name_ = qcollCommName(comm_);
+  int32_t r = 0, n = 0;
+  qcollCommRank(comm_, &r);
+  qcollCommSize(comm_, &n);
+  rank_ = r;
+  size_ = n;
+}
+
+Comm::Comm(Comm&& o) noexcept
+    : comm_(std::exchange(o.comm_, nullptr)), name_(std::move(o.name_)), rank_(o.rank_), size_(o.size_) {}
+
+Comm& Comm::operator=(Comm&& o) noexcept {
+  if (this != &o) {
+    qcollCommDestroy(comm_);
+    comm_ = std::exchange(o.comm_, nullptr);
+    name_ = std::move(o.name_);
+    rank_ = o.rank_;
+    size_ = o.size_;
+  }
+  return *this;
+}
+
+Comm::~Comm() { qcollCommDestroy(comm_); }
+
+Stream::Stream() : impl_(std::make_unique<Impl>()) {
+  throw_if_error(recent(qcollStreamCreate(&impl_->stream)));
+}
+
+Stream::Stream(Stream&& o) noexcept = default;
+
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (impl_) qcollStreamDestroy(impl_->stream);
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+
+Stream::~Stream() {
+  if (impl_) qcollStreamDestroy(impl_->stream);  // waits for the calls; then the workspaces go
+}
+
+void Stream::synchronize() { synchronize(std::chrono::milliseconds(-1)); }
+
+bool Stream::synchronize(std::chrono::milliseconds timeout) {
+  if (!impl_) throw Error(StatusCode::ParamInvalid, "stream: moved-from Stream");
+  const std::size_t covered = impl_->kept();
+  const auto ms = timeout.count() < 0 ? -1 : std::min<int64_t>(timeout.count(), INT32_MAX);
+  int32_t timed_out = 0;
+  const qcollStatus rc = qcollStreamSynchronizeEx(impl_->stream, static_cast<int32_t>(ms), &timed_out);
+  if (timed_out) return false;
+  impl_->release_oldest(covered);
+  throw_if_error(recent(rc));
+  return true;
+}
+
+void* Stream::handle() const { return impl_ ? impl_->stream : nullptr; }
 
 }  // namespace qcoll

@@ -1,5 +1,6 @@
 // The two-phase C functions of QuantReduceScatter and QuantAllReduce.
 #include "api/handles.hpp"
+#include "api/stream.hpp"
 
 using qcoll::Status;
 using qcoll::StatusCode;
@@ -47,7 +48,19 @@ qcollStatus run(OpKind op, void* workspace, uint64_t workspaceSize, qcollOpExecu
                            std::string("executor: built for ") + qcoll::ops::op_name(owned->impl->op()) +
                                ", passed to " + qcoll::ops::op_name(op) + " (executor released)");
     }
-    return owned->impl->run(workspace, workspaceSize, stream);
+    if (stream == nullptr) return owned->impl->run(workspace, workspaceSize);
+    auto target = qcoll::api::find_stream(stream);
+    if (!target) {
+      owned->impl->report_failure(StatusCode::ParamInvalid);
+      return qcoll::api::not_a_stream(stream);
+    }
+    // Enqueued: the stream's thread runs the executor and frees it right after.
+    std::shared_ptr<qcoll::ops::Executor> exec(std::move(owned->impl));
+    if (!target->enqueue([exec, workspace, workspaceSize] { return exec->run(workspace, workspaceSize); })) {
+      exec->report_failure(StatusCode::ParamInvalid);
+      return Status::Error(StatusCode::ParamInvalid, "stream: is being destroyed (executor released)");
+    }
+    return Status::Ok();
   });
 }
 

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "comm/backoff.hpp"
+#include "comm/process_info.hpp"
 #include "comm/window_plan.hpp"
 
 namespace qcoll::comm {
@@ -20,27 +21,6 @@ constexpr uint64_t kMagic = 0x71636f6c6c73686dULL;  // "qcollshm"
 constexpr std::size_t kPage = 4096;
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory state must be lock-free");
-
-// False once `pid` has exited: gone, or a zombie its parent has not reaped yet.
-bool process_alive(int32_t pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return true;  // no /proc: trust kill()
-  char buf[512];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* paren = std::strrchr(buf, ')');  // "pid (comm) S ...": the state follows the name
-  return !(paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
-}
-
-// Inode of this process's pid namespace, 0 if unknown.
-uint64_t pid_namespace() {
-  struct stat st {};
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
 
 std::string seconds_text(Clock::duration d) {
   const double s = std::chrono::duration<double>(d).count();

@@ -42,23 +42,35 @@ ShmMapping::~ShmMapping() {
   if (base_ != nullptr) munmap(base_, bytes_);
 }
 
-Status random_shm_name(std::string& name) {
-  unsigned char bytes[16];
+Status random_bytes(unsigned char* out, std::size_t n) {
   std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t r = getrandom(bytes + got, sizeof bytes - got, 0);
+  while (got < n) {
+    const ssize_t r = getrandom(out + got, n - got, 0);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return sys_error("shared memory: getrandom", errno);
+      return sys_error("getrandom", errno);
     }
     got += static_cast<std::size_t>(r);
   }
+  return Status::Ok();
+}
+
+std::string hex_string(const unsigned char* p, std::size_t n) {
   static const char hex[] = "0123456789abcdef";
-  name = "/qcoll-";
-  for (unsigned char b : bytes) {
-    name += hex[b >> 4];
-    name += hex[b & 15];
+  std::string s;
+  s.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    s += hex[p[i] >> 4];
+    s += hex[p[i] & 15];
   }
+  return s;
+}
+
+Status random_shm_name(std::string& name) {
+  unsigned char bytes[16];
+  if (Status s = random_bytes(bytes, sizeof bytes); !s.ok())
+    return Status::Error(s.code, "shared memory: " + s.message);
+  name = "/qcoll-" + hex_string(bytes, sizeof bytes);
   return Status::Ok();
 }
 

@@ -28,6 +28,11 @@ class ShmMapping {
   std::size_t bytes_ = 0;
 };
 
+// n random bytes from getrandom (INNER_ERROR if the kernel has none to give).
+Status random_bytes(unsigned char* out, std::size_t n);
+// Two lowercase hex digits per byte.
+std::string hex_string(const unsigned char* p, std::size_t n);
+
 // "/qcoll-" followed by 32 random hex digits (128 bits from getrandom).
 Status random_shm_name(std::string& name);
 

@@ -8,6 +8,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include "qcoll/contract.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::comm {
@@ -40,6 +41,6 @@ class ThreadGroup {
   std::shared_ptr<State> state_;
 };
 
-constexpr int kMaxThreadGroupSize = 1024;
+constexpr int kMaxThreadGroupSize = contract::kMaxCommRanks;
 
 }  // namespace qcoll::comm

@@ -134,6 +134,12 @@ bool is_rank_count(int nranks) {
   return std::find(std::begin(kRankCounts), std::end(kRankCounts), nranks) != std::end(kRankCounts);
 }
 
+Status check_comm_size(int nranks) {
+  if (nranks >= 1 && nranks <= kMaxCommRanks) return Status::Ok();
+  return Status::Error(StatusCode::ParamInvalid, "nranks: must be in [1, " + std::to_string(kMaxCommRanks) +
+                                                     "], got " + std::to_string(nranks));
+}
+
 bool op_h_ok(int64_t H) { return H % kOpHMultiple == 0 && H >= kOpHMin && H <= kOpHMax; }
 
 std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_t>& x_shape, int nranks) {

@@ -95,16 +95,13 @@ Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
   return c.allgather_inplace(dst, block_bytes, deadline);
 }
 
-Status Executor::run(void* workspace, uint64_t workspace_size, const void* stream) {
+Status Executor::run(void* workspace, uint64_t workspace_size) {
   comm::Communicator& c = *call_.comm;
   const OpKind op = call_.op;
 
   // Local checks of phase two's own arguments.
   Status local;
-  if (stream != nullptr)
-    local = Status::Error(StatusCode::ParamInvalid,
-                          "stream: must be null (only synchronous execution is supported)");
-  else if (workspace_size < workspace_bytes_)
+  if (workspace_size < workspace_bytes_)
     local = Status::Error(StatusCode::ParamInvalid,
                           "workspaceSize: must be at least " + std::to_string(workspace_bytes_) +
                               " bytes (as reported by phase one), got " +

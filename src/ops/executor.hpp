@@ -23,8 +23,9 @@ class Executor {
   // Phase one. On success *workspace_size and *out are set.
   static Status prepare(const OpRequest& req, uint64_t* workspace_size,
                         std::unique_ptr<Executor>* out);
-  // Phase two. Collective: every rank of the group must run its executor.
-  Status run(void* workspace, uint64_t workspace_size, const void* stream);
+  // Phase two. Collective: every rank of the group must run its executor. Any thread may
+  // run it (a stream's thread does).
+  Status run(void* workspace, uint64_t workspace_size);
 
   // For an executor that will not run (misused): takes part in this call's agreement with
   // `code` so that the peers fail at once instead of timing out.

@@ -8,8 +8,8 @@
 #include "comm/mpi/mpi_communicator.hpp"
 #include "comm/mpi/mpi_util.hpp"
 #include "comm/registry.hpp"
-#include "comm/shm_communicator.hpp"
 #include "comm/shm_segment.hpp"
+#include "comm/shm_setup.hpp"
 #include "comm/window_plan.hpp"
 
 namespace qcoll::comm::mpi {
@@ -51,19 +51,15 @@ struct Announce {
 Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size, std::size_t window,
                             Clock::time_point deadline, bool& mpi_pending, bool& no_space,
                             std::shared_ptr<Communicator>& out) {
-  const std::size_t bytes = ShmCommunicator::segment_bytes(size, window);
   Announce a;
-  ShmMapping mapping;
+  ShmSegment seg;
   Status mine;
-  std::string shm_name;
   if (rank == 0) {
-    mine = random_shm_name(shm_name);
     bool full = false;
-    if (mine.ok()) mine = create_shm(shm_name, bytes, mapping, &full);
+    mine = create_segment(size, window, seg, &full);
     a.no_space = full ? 1 : 0;
-    if (mine.ok()) ShmCommunicator::init_segment(mapping.data(), size, window);
     a.code = static_cast<int32_t>(mine.code);
-    std::snprintf(a.shm_name, sizeof a.shm_name, "%s", shm_name.c_str());
+    std::snprintf(a.shm_name, sizeof a.shm_name, "%s", seg.name.c_str());
     std::snprintf(a.message, sizeof a.message, "%s", mine.message.c_str());
   }
   MPI_Request req = MPI_REQUEST_NULL;
@@ -71,7 +67,7 @@ Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size,
   if (s.ok()) s = wait(req, deadline, "creating communicator: announcing the shared segment");
   if (!s.ok()) {
     mpi_pending = true;
-    if (rank == 0) unlink_shm(shm_name);
+    if (rank == 0) unlink_shm(seg.name);
     return s;
   }
   if (a.code != 0) {
@@ -80,15 +76,9 @@ Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size,
     return Status::Error(StatusCode::RuntimeError,
                          std::string("rank 0 could not create the shared memory segment: ") + a.message);
   }
-  if (rank != 0) {
-    shm_name = a.shm_name;
-    mine = open_shm(shm_name, bytes, mapping);
-  }
-  std::shared_ptr<ShmCommunicator> c;
-  if (mine.ok()) {
-    c = std::make_shared<ShmCommunicator>(name, rank, size, window, std::move(mapping));
-    if (!c->valid()) mine = Status::Error(StatusCode::InnerError, "shared memory segment " + shm_name + " is not valid");
-  }
+  const std::string shm_name = a.shm_name;
+  std::shared_ptr<Communicator> c;
+  mine = attach_segment(name, rank, size, window, shm_name, std::move(seg.mapping), c);
   long long failed = mine.ok() ? 0 : size - rank, any_failed = 0;
   s = check(MPI_Iallreduce(&failed, &any_failed, 1, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce");
   if (s.ok()) s = wait(req, deadline, "creating communicator: mapping the shared segment");
