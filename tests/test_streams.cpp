@@ -43,7 +43,7 @@ struct StreamHandle {
   const std::size_t osz = qcoll::dtype_size(odt);
   if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
   for (std::size_t i = 0; i < got.size(); i += osz)
-    if (!ref::same_result(odt, got.data() + i, want.data() + i))
+    if (!oracle::same_result(odt, got.data() + i, want.data() + i))
       return ::testing::AssertionFailure() << "element " << i / osz << " differs from the reference";
   return ::testing::AssertionSuccess();
 }
