@@ -61,6 +61,7 @@
 #include "kernels/dequant_reduce.hpp"
 #include "core/float_env.hpp"
 #include "kernels/decode_tables.hpp"
+#include "formats/traits.hpp"
 #include "kernels/output_cast.hpp"
 #include "qcoll/formats.hpp"
 
@@ -84,6 +85,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+// Decode constants, from formats/traits.hpp.
+using E4 = formats::Traits<DType::Float8E4M3FN>;
+using E5 = formats::Traits<DType::Float8E5M2>;
+using H8 = formats::Traits<DType::HiFloat8>;
+using F16 = formats::Traits<DType::Float16>;
+using F32 = formats::Traits<DType::Float>;
+// E5M2 is the upper byte of an fp16 (same exponent field and bias).
+static_assert(E5::kExponentBits == F16::kExponentBits && E5::kExponentBias == F16::kExponentBias);
+constexpr int kE5ToF16Shift = F16::kBits - E5::kBits;
+// E4M3FN magnitude bits placed under fp16's exponent field: the fp16 then holds value /
+// 2^kE4Fp16Fold (subnormal codes included: both subnormal ranges scale alike).
+constexpr int kE4ToF16Shift = F16::kMantissaBits - E4::kMantissaBits;
+constexpr int kE4Fp16Fold = F16::kExponentBias - E4::kExponentBias;
+constexpr float kE4Fp16Factor = formats::exp2i(kE4Fp16Fold);
+constexpr uint16_t kE4Fp16Mask = static_cast<uint16_t>(F16::kSignMask | (E4::kAbsMask << kE4ToF16Shift));
+// The E4M3FN NaN is every magnitude bit set (the "(code + 1) & abs == 0" test below).
+static_assert(E4::kNaNCode == E4::kAbsMask && !E4::kHasInf);
+static_assert(E4::kSignMask == 0x80 && E5::kSignMask == 0x80 && H8::kSignMask == 0x80);
+// HiF8's only NaN is the code with magnitude 0 and the sign bit set.
+static_assert(H8::kNaNCode == H8::kSignMask);
+
 // Fixed-pattern decodes of N codes (one fp32 vector). `table` is the exact fp32 table of
 // the x dtype (used by the gather).
 template <DType X>
@@ -102,14 +124,17 @@ HWY_INLINE VF Decode(DF df, const uint8_t* HWY_RESTRICT p, const float* HWY_REST
     // Normal codes: rebias the exponent in the integer domain (+120 << 23). Subnormal
     // codes (exponent 0): m * 2^-9 from an integer conversion (no fp32 subnormal operands).
     const auto b = hn::PromoteTo(du32, hn::LoadU(du8, p));
-    const auto mag = hn::And(b, hn::Set(du32, 0x7Fu));
-    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du32, 0x80u)));
-    const auto normal = hn::Add(hn::ShiftLeft<20>(mag), hn::Set(du32, 120u << 23));
-    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di32, mag)), hn::Set(df, 0x1p-9f));
-    const auto is_sub = hn::RebindMask(df, hn::Lt(hn::BitCast(di32, mag), hn::Set(di32, 8)));
+    constexpr int kShift = F32::kMantissaBits - E4::kMantissaBits;
+    const auto mag = hn::And(b, hn::Set(du32, E4::kAbsMask));
+    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du32, E4::kSignMask)));
+    const auto normal = hn::Add(hn::ShiftLeft<kShift>(mag),
+                                hn::Set(du32, uint32_t{E4::kF32Rebias} << F32::kMantissaBits));
+    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di32, mag)), hn::Set(df, E4::kMinSubnormal));
+    const auto is_sub = hn::RebindMask(
+        df, hn::Lt(hn::BitCast(di32, mag), hn::Set(di32, 1 << E4::kMantissaBits)));
     const VF v = hn::Or(hn::IfThenElse(is_sub, sub, hn::BitCast(df, normal)),
                         hn::BitCast(df, sign));
-    const auto is_nan = hn::RebindMask(df, hn::Eq(mag, hn::Set(du32, 0x7Fu)));
+    const auto is_nan = hn::RebindMask(df, hn::Eq(mag, hn::Set(du32, E4::kNaNCode)));
     return hn::IfThenElse(is_nan, nan, v);
   } else if constexpr (X == DType::Float8E5M2) {
     (void)table;
@@ -117,18 +142,22 @@ HWY_INLINE VF Decode(DF df, const uint8_t* HWY_RESTRICT p, const float* HWY_REST
     // The code is the top byte of an fp16.
     const hn::Rebind<uint16_t, DF> du16;
     const hn::Rebind<hwy::float16_t, DF> df16;
-    const auto h = hn::ShiftLeft<8>(hn::PromoteTo(du16, hn::LoadU(du8, p)));
+    const auto h = hn::ShiftLeft<kE5ToF16Shift>(hn::PromoteTo(du16, hn::LoadU(du8, p)));
     return hn::PromoteTo(df, hn::BitCast(df16, h));
 #else
     const auto b = hn::PromoteTo(du32, hn::LoadU(du8, p));
-    const auto mag = hn::And(b, hn::Set(du32, 0x7Fu));
-    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du32, 0x80u)));
-    const auto normal = hn::Add(hn::ShiftLeft<21>(mag), hn::Set(du32, 112u << 23));
-    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di32, mag)), hn::Set(df, 0x1p-16f));
-    const auto is_sub = hn::RebindMask(df, hn::Lt(hn::BitCast(di32, mag), hn::Set(di32, 4)));
-    const VF inf = hn::BitCast(df, hn::Set(du32, 0x7F800000u));
-    const auto is_special = hn::RebindMask(df, hn::Gt(hn::BitCast(di32, mag), hn::Set(di32, 0x7B)));
-    const auto is_inf = hn::RebindMask(df, hn::Eq(mag, hn::Set(du32, 0x7Cu)));
+    constexpr int kShift = F32::kMantissaBits - E5::kMantissaBits;
+    const auto mag = hn::And(b, hn::Set(du32, E5::kAbsMask));
+    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du32, E5::kSignMask)));
+    const auto normal = hn::Add(hn::ShiftLeft<kShift>(mag),
+                                hn::Set(du32, uint32_t{E5::kF32Rebias} << F32::kMantissaBits));
+    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di32, mag)), hn::Set(df, E5::kMinSubnormal));
+    const auto is_sub = hn::RebindMask(
+        df, hn::Lt(hn::BitCast(di32, mag), hn::Set(di32, 1 << E5::kMantissaBits)));
+    const VF inf = hn::BitCast(df, hn::Set(du32, F32::kInfCode));
+    const auto is_special =
+        hn::RebindMask(df, hn::Gt(hn::BitCast(di32, mag), hn::Set(di32, E5::kMaxCode)));
+    const auto is_inf = hn::RebindMask(df, hn::Eq(mag, hn::Set(du32, E5::kInfCode)));
     VF v = hn::IfThenElse(is_sub, sub, hn::BitCast(df, normal));
     v = hn::IfThenElse(is_special, hn::IfThenElse(is_inf, inf, nan), v);
     return hn::Or(v, hn::BitCast(df, sign));  // NaN stays NaN with the sign bit set
@@ -149,8 +178,9 @@ HWY_INLINE VF DecodeE4M3Div256(DF df, const uint8_t* HWY_RESTRICT p) {
   const hn::Rebind<int16_t, DF> di16;
   const hn::Rebind<hwy::float16_t, DF> df16;
   const auto hi = hn::BitCast(di16, hn::ShiftLeft<8>(hn::PromoteTo(du16, hn::LoadU(du8, p))));
-  // Arithmetic shift copies the sign into bit 14; clear it.
-  const auto h = hn::And(hn::ShiftRight<1>(hi), hn::Set(di16, static_cast<int16_t>(0xBF80)));
+  // Arithmetic shift copies the sign into the bits above the exponent; clear them.
+  const auto h = hn::And(hn::ShiftRight<8 - kE4ToF16Shift>(hi),
+                         hn::Set(di16, static_cast<int16_t>(kE4Fp16Mask)));
   return hn::PromoteTo(df, hn::BitCast(df16, h));
 }
 #endif
@@ -170,7 +200,7 @@ HWY_INLINE void DecodeHiF8x4(DF df, const uint8_t* HWY_RESTRICT p, const uint8_t
   const hn::Half<decltype(d16)> d16h;       // N u16
   const hn::Rebind<hwy::float16_t, DF> df16;
   const auto code = hn::LoadU(d8, p);
-  const auto v = hn::And(code, hn::Set(d8, 0x7F));
+  const auto v = hn::And(code, hn::Set(d8, H8::kAbsMask));
   const auto k70 = hn::Set(d8, 0x70);
   auto f = hn::Zero(d8);
   for (int h = 0; h < 8; ++h) {
@@ -178,8 +208,8 @@ HWY_INLINE void DecodeHiF8x4(DF df, const uint8_t* HWY_RESTRICT p, const uint8_t
     f = hn::Or(f, hn::TableLookupBytesOr0(hn::LoadDup128(d8, f_table + 16 * h), idx));
   }
   const auto l = hn::TableLookupBytesOr0(hn::LoadDup128(d8, l_table), hn::SaturatedAdd(v, k70));
-  const auto sign = hn::And(code, hn::Set(d8, 0x80));
-  const auto is_nan = hn::Eq(code, hn::Set(d8, 0x80));
+  const auto sign = hn::And(code, hn::Set(d8, H8::kSignMask));
+  const auto is_nan = hn::Eq(code, hn::Set(d8, H8::kNaNCode));
   auto widen = [&](auto fh, auto lh, auto sh, auto nh) {
     // fp16 bits = sign << 8 | F << 7 | L, or the canonical NaN.
     auto bits = hn::Or(hn::ShiftLeft<7>(hn::PromoteTo(d16, fh)),
@@ -300,7 +330,7 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
     bool folded_ok = true;  // scale[n + k] = scale[k] * 2^8 exactly, for every k
     if constexpr (kE4M3Folded<X>) {
       for (std::size_t k = 0; k < n; ++k) {
-        scale[n + k] = scale[k] * 256.0f;
+        scale[n + k] = scale[k] * kE4Fp16Factor;
         folded_ok = folded_ok && (std::isfinite(scale[n + k]) || !std::isfinite(scale[k]));
       }
     }
@@ -323,8 +353,8 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
             // Fast blocks: no NaN code, and scale * 2^8 exact (no overflow): then
             // (code/2^8) * (scale*2^8) rounds the same exact product as code * scale.
             const hn::Repartition<uint8_t, DF> d8;
-            const auto mag = hn::And(hn::LoadU(d8, p), hn::Set(d8, 0x7F));
-            if (folded_ok && hn::AllFalse(d8, hn::Eq(mag, hn::Set(d8, 0x7F)))) {
+            const auto mag = hn::And(hn::LoadU(d8, p), hn::Set(d8, E4::kAbsMask));
+            if (folded_ok && hn::AllFalse(d8, hn::Eq(mag, hn::Set(d8, E4::kNaNCode)))) {
               const VF s256 = hn::Set(df, scale[n + k]);
               acc0 = hn::Add(acc0, hn::Mul(DecodeE4M3Div256(df, p), s256));
               acc1 = hn::Add(acc1, hn::Mul(DecodeE4M3Div256(df, p + N), s256));
@@ -426,33 +456,34 @@ HWY_INLINE void DecodeInt8x64(const uint8_t* HWY_RESTRICT p, __m512* v) {
 
 // E5M2: the code is the upper byte of an fp16.
 HWY_INLINE void DecodeE5M2x64(__m512i w, __m512* v) {
+  static_assert(kE5ToF16Shift == 8);  // the odd codes already sit in the upper bytes
   CvtEvenOdd(_mm512_slli_epi16(w, 8), _mm512_and_si512(w, _mm512_set1_epi16(-256)), v);
 }
 
 // E4M3FN -> fp16 bits of value / 2^8 (exact, NaN codes give +-1.875 / 2^8... see callers).
 HWY_INLINE void DecodeE4M3Div256x64(__m512i w, __m512* v) {
-  const __m512i m = _mm512_set1_epi16(static_cast<short>(0xBF80));
-  const __m512i e = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(w, 8), 1), m);
-  const __m512i o = _mm512_and_si512(_mm512_srai_epi16(w, 1), m);
+  const __m512i m = _mm512_set1_epi16(static_cast<short>(kE4Fp16Mask));
+  const __m512i e = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(w, 8), 8 - kE4ToF16Shift), m);
+  const __m512i o = _mm512_and_si512(_mm512_srai_epi16(w, 8 - kE4ToF16Shift), m);
   CvtEvenOdd(e, o, v);
 }
 
 // Whether any code of the block is an E4M3FN NaN (0x7F or 0xFF): (code + 1) & 0x7F == 0.
 HWY_INLINE bool AnyE4M3NaN(__m512i w) {
   const __m512i c1 = _mm512_add_epi8(w, _mm512_set1_epi8(1));
-  return _mm512_testn_epi8_mask(c1, _mm512_set1_epi8(0x7F)) != 0;
+  return _mm512_testn_epi8_mask(c1, _mm512_set1_epi8(E4::kAbsMask)) != 0;
 }
 
 // E4M3FN exact values from the value/2^8 decode: times 2^8 (exact: the results are at most
 // 448) and the NaN lanes set.
 HWY_INLINE void DecodeE4M3Exactx64(__m512i w, __m512* v) {
   DecodeE4M3Div256x64(w, v);
-  const __m512 k256 = _mm512_set1_ps(256.0f);
+  const __m512 k256 = _mm512_set1_ps(kE4Fp16Factor);
   const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
-  const __mmask32 ne = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, _mm512_set1_epi16(0x007F)),
-                                               _mm512_set1_epi16(0x007F));
-  const __mmask32 no = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, _mm512_set1_epi16(0x7F00)),
-                                               _mm512_set1_epi16(0x7F00));
+  const __m512i nan_lo = _mm512_set1_epi16(E4::kNaNCode);
+  const __m512i nan_hi = _mm512_set1_epi16(static_cast<short>(E4::kNaNCode << 8));
+  const __mmask32 ne = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, nan_lo), nan_lo);
+  const __mmask32 no = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, nan_hi), nan_hi);
   const __mmask16 lane_masks[4] = {static_cast<__mmask16>(ne), static_cast<__mmask16>(no),
                                    static_cast<__mmask16>(ne >> 16), static_cast<__mmask16>(no >> 16)};
   for (int r = 0; r < 4; ++r) {
@@ -470,7 +501,7 @@ HWY_INLINE void DecodeTop16x64(__m512i code, const Regs512& g, __m512* v) {
   hi = _mm512_ternarylogic_epi32(hi, code, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // hi | (code & 0x80)
   if constexpr (X == DType::HiFloat8) {
     // 0x80 is NaN (its magnitude 0 gave -0): quiet NaN 0x7FC0.
-    const __mmask64 nan = _mm512_cmpeq_epi8_mask(code, _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __mmask64 nan = _mm512_cmpeq_epi8_mask(code, _mm512_set1_epi8(static_cast<char>(H8::kNaNCode)));
     hi = _mm512_mask_mov_epi8(hi, nan, _mm512_set1_epi8(0x7F));
     lo = _mm512_mask_mov_epi8(lo, nan, _mm512_set1_epi8(static_cast<char>(0xC0)));
   }
@@ -653,7 +684,7 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
         DecodeHiF8Fp16x64(_mm512_loadu_si512(p), g, d);
       } else {  // E4M3FN: fold 2^8 into the scale where exact
         const __m512i w = _mm512_loadu_si512(p);
-        const float f0 = s0 * 256.0f, f1 = s1 * 256.0f;
+        const float f0 = s0 * kE4Fp16Factor, f1 = s1 * kE4Fp16Factor;
         const bool exact = (std::isfinite(f0) || !std::isfinite(s0)) &&
                            (!kMX || std::isfinite(f1) || !std::isfinite(s1));
         if (HWY_LIKELY(exact && !AnyE4M3NaN(w))) {
