@@ -206,13 +206,16 @@ TEST_F(Streams, TheSameCallsOnOneStreamPerThreadDeadlockUntilTheTimeout) {
   std::vector<std::string> msg;
   std::vector<std::vector<uint8_t>> outs;
   crossed_calls(false, sync, msg, outs);
-  // Each thread's only stream (sa) reports the failure of its first call (timed out).
+  // Each thread's only stream (sa) reports a failure: a timeout, or the group that the
+  // other thread's timeout broke. Once one thread gave up, the other's second call may meet
+  // it, so one of the groups may have run; never both.
   EXPECT_EQ(sync[0], QCOLL_RUNTIME_ERROR) << msg[0];
   EXPECT_EQ(sync[2], QCOLL_RUNTIME_ERROR) << msg[2];
-  EXPECT_NE(msg[0].find("timed out"), std::string::npos) << msg[0];
-  // Group A never ran (group B may have, once thread 0 gave up on A).
-  EXPECT_TRUE(all_sentinel(outs[0]));
-  EXPECT_TRUE(all_sentinel(outs[1]));
+  EXPECT_TRUE(msg[0].find("timed out") != std::string::npos || msg[2].find("timed out") != std::string::npos)
+      << msg[0] << " | " << msg[2];
+  const bool a_untouched = all_sentinel(outs[0]) && all_sentinel(outs[1]);
+  const bool b_untouched = all_sentinel(outs[2]) && all_sentinel(outs[3]);
+  EXPECT_TRUE(a_untouched || b_untouched);
 }
 
 // A failure is reported by the synchronize, once, with the outputs untouched; the stream
