@@ -91,6 +91,8 @@ enum class Op : int32_t { ReduceScatter = 1, AllReduce = 2 };
 const char* op_name(Op op);  // "QuantReduceScatter", "QuantAllReduce"
 
 inline constexpr int kRankCounts[] = {2, 4, 8};
+// Group (communicator) names: non-empty, at most 127 characters (shorter than 128).
+inline constexpr std::size_t kMaxGroupNameLen = 127;
 bool is_rank_count(int nranks);
 
 // A communicator (a thread group, or one made from a unique id) has 1 to kMaxCommRanks

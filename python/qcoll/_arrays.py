@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._dtypes import DType, dtype_of_numpy, numpy_dtype, torch_dtype
+from ._dtypes import DType, dtype_of_numpy, numpy_dtype, optional_dtype, torch_dtype
 from .errors import invalid
 
 _BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.float32)}
@@ -66,6 +66,20 @@ def bits_of(obj: Any, param: str) -> Bits:
     if a.dtype.itemsize not in _BITS:
         raise invalid(f"{param}: unexpected element size {a.dtype.itemsize}")
     return Bits(a.view(_BITS[a.dtype.itemsize]), spec)
+
+
+def input_dtype(b: Bits, explicit: Any, param: str, array: str, hint: str) -> DType:
+    """The SPEC type of an input array: ``explicit`` (the argument named ``param``) where
+    given, which must agree with a typed array, else the array's own type; raw bytes need
+    ``param``. ``array`` names the input in messages, ``hint`` gives an example value."""
+    t = optional_dtype(explicit, param)
+    if t is None:
+        if b.dtype is None:
+            raise invalid(f"{param}: a uint8 {array} needs {param} ({hint})")
+        return b.dtype
+    if b.dtype is not None and b.dtype != t:
+        raise invalid(f"{param}: the array holds {b.dtype.spec_name}, but {param}={t.spec_name} was given")
+    return t
 
 
 def float32_values(obj: Any, param: str) -> tuple[np.ndarray, bool]:

@@ -8,11 +8,13 @@ from typing import Any, Optional
 import ml_dtypes
 import numpy as np
 
+from . import _core
 from .errors import invalid
 
 
 class DType(enum.IntEnum):
-    """qcoll data types; the values are those of qcollDataType (ACL's aclDataType)."""
+    """qcoll data types; the values are those of qcollDataType (ACL's aclDataType). Names,
+    aliases and sizes come from the C++ core (qcoll/dtype.hpp)."""
 
     FLOAT = 0
     FLOAT16 = 1
@@ -26,30 +28,12 @@ class DType(enum.IntEnum):
 
     @property
     def spec_name(self) -> str:
-        return _SPEC_NAMES[self]
+        return _core.dtype_name(int(self))
 
     @property
     def itemsize(self) -> int:
-        return 4 if self is DType.FLOAT else 2 if self in (DType.FLOAT16, DType.BFLOAT16) else 1
+        return int(_core.dtype_size(int(self)))
 
-
-_SPEC_NAMES = {
-    DType.FLOAT: "float", DType.FLOAT16: "float16", DType.INT8: "int8", DType.UINT8: "uint8",
-    DType.BFLOAT16: "bfloat16", DType.HIFLOAT8: "hifloat8", DType.FLOAT8_E5M2: "float8_e5m2",
-    DType.FLOAT8_E4M3FN: "float8_e4m3fn", DType.FLOAT8_E8M0: "float8_e8m0",
-}
-
-_ALIASES = {
-    "float": DType.FLOAT, "float32": DType.FLOAT, "fp32": DType.FLOAT,
-    "float16": DType.FLOAT16, "fp16": DType.FLOAT16, "half": DType.FLOAT16,
-    "int8": DType.INT8, "uint8": DType.UINT8,
-    "bfloat16": DType.BFLOAT16, "bf16": DType.BFLOAT16,
-    "hifloat8": DType.HIFLOAT8, "hif8": DType.HIFLOAT8,
-    "float8_e5m2": DType.FLOAT8_E5M2, "e5m2": DType.FLOAT8_E5M2, "fp8_e5m2": DType.FLOAT8_E5M2,
-    "float8_e4m3fn": DType.FLOAT8_E4M3FN, "e4m3fn": DType.FLOAT8_E4M3FN,
-    "e4m3": DType.FLOAT8_E4M3FN, "fp8_e4m3fn": DType.FLOAT8_E4M3FN,
-    "float8_e8m0": DType.FLOAT8_E8M0, "float8_e8m0fnu": DType.FLOAT8_E8M0, "e8m0": DType.FLOAT8_E8M0,
-}
 
 _E8M0 = getattr(ml_dtypes, "float8_e8m0fnu", None)  # ml_dtypes >= 0.5
 
@@ -96,11 +80,11 @@ def to_dtype(spec: Any, param: str = "dtype") -> DType:
         except ValueError:
             raise invalid(f"{param}: unknown dtype value {int(spec)}") from None
     if isinstance(spec, str):
-        t = _ALIASES.get(spec.lower())
-        if t is None:
+        value = _core.parse_dtype(spec)
+        if value < 0:
             raise invalid(f"{param}: unknown dtype name {spec!r}; expected one of "
-                          + ", ".join(sorted(set(_SPEC_NAMES.values()))))
-        return t
+                          + ", ".join(sorted(t.spec_name for t in DType)))
+        return DType(value)
     if type(spec).__module__ == "torch":
         t = _TORCH_NAMES.get(str(spec))
         if t is None:

@@ -9,14 +9,6 @@ PARAM_INVALID = 161002
 RUNTIME_ERROR = 361001
 INNER_ERROR = 561000
 
-STATUS_NAMES = {
-    SUCCESS: "SUCCESS",
-    PARAM_NULLPTR: "PARAM_NULLPTR",
-    PARAM_INVALID: "PARAM_INVALID",
-    RUNTIME_ERROR: "RUNTIME_ERROR",
-    INNER_ERROR: "INNER_ERROR",
-}
-
 
 class Error(Exception):
     """A non-zero qcoll status.
@@ -37,7 +29,9 @@ class Error(Exception):
 
     @property
     def status_name(self) -> str:
-        return STATUS_NAMES.get(self.status, "UNKNOWN")
+        from . import _core  # the core's names (qcoll/status.hpp); imported late: _core raises these
+
+        return _core.status_name(self.status)
 
 
 class NullPointerError(Error, ValueError):

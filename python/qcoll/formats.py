@@ -11,8 +11,8 @@ from ._arrays import bits_of, float32_values, result, to_torch
 from ._dtypes import DType, optional_dtype, to_dtype
 from .errors import invalid
 
-_EIGHT_BIT = (DType.INT8, DType.HIFLOAT8, DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E8M0)
-_SIXTEEN_BIT = (DType.FLOAT16, DType.BFLOAT16)
+_EIGHT_BIT = tuple(t for t in DType if _core.is_8bit_format(int(t)))  # the core's 8-bit formats
+_SIXTEEN_BIT = tuple(t for t in DType if t.itemsize == 2)
 
 
 def decode(codes: Any, dtype: Any = None) -> np.ndarray:

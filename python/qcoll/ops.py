@@ -9,9 +9,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import Bits, bits_of, result
+from ._arrays import Bits, bits_of, input_dtype, result
 from ._dtypes import DType, optional_dtype
-from .errors import invalid
 from .groups import group_name
 
 
@@ -20,14 +19,7 @@ def _input(a: Any, explicit: Any, param: str, hint: str) -> tuple[Optional[Bits]
     if a is None:
         return None, -1
     b = bits_of(a, param)
-    t = optional_dtype(explicit, f"{param}_dtype")
-    if t is None:
-        t = b.dtype
-        if t is None:
-            raise invalid(f"{param}_dtype: a uint8 {param} needs {param}_dtype ({hint})")
-    elif b.dtype is not None and b.dtype != t:
-        raise invalid(f"{param}_dtype: the array holds {b.dtype.spec_name}, but {param}_dtype={t.spec_name} was given")
-    return b, int(t)
+    return b, int(input_dtype(b, explicit, f"{param}_dtype", param, hint))
 
 
 def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype):
@@ -37,15 +29,17 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
     if ot is None:
         ot = DType.BFLOAT16  # the vendor's default
     name = group_name(group)
-    # The output's shape needs the group size; when the name is unknown (or x is missing)
-    # any shape will do: the operator rejects the call before writing anything.
+    # The output's shape (the contract's) needs the group size; when the name is unknown, x
+    # is missing or has no such shape, any shape will do: the operator rejects the call
+    # before writing anything.
     shape: tuple = (1,)
     if xb is not None:
         shape = xb.raw.shape
         info = _core.resolve_group(name) if name is not None else None
-        if which == "rs" and info is not None and xb.raw.ndim in (2, 3) and info[1] > 0:
-            bs = int(np.prod(shape[:-1], dtype=np.int64))
-            shape = (max(bs // info[1], 1), shape[-1])
+        if info is not None:
+            want = _core.output_shape(which, list(shape), info[1])
+            if want is not None:
+                shape = tuple(want)
     out = np.zeros(shape, np.dtype({1: np.uint8, 2: np.uint16, 4: np.float32}[ot.itemsize]))
     fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
     fn(None if xb is None else xb.raw, xt, None if sb is None else sb.raw, st, name, reduce_op, out, int(ot))

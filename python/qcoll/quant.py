@@ -7,8 +7,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import bits_of, float32_values, is_torch_tensor, result, to_torch
-from ._dtypes import DType, optional_dtype, to_dtype
+from ._arrays import bits_of, float32_values, input_dtype, is_torch_tensor, result, to_torch
+from ._dtypes import DType, to_dtype
 from .errors import invalid
 
 
@@ -44,13 +44,13 @@ def quantize_kg(x: Any, dtype: Any, *, hif8_target: Optional[float] = None):
     t = to_dtype(dtype)
     a, kind, is_torch = _source(x)
     rows, h = _rows_h(a.shape, "x")
-    if h % 128 != 0 or h == 0:
-        raise invalid(f"x: the last dimension must be a positive multiple of 128 (group 128), got {h}")
+    target = 0.0 if hif8_target is None else float(hif8_target)
+    _core.check_quant(int(t), int(DType.FLOAT), h, target)  # the core's rule, before allocating
     q = np.empty(a.shape, np.uint8)
-    scales = np.empty(a.shape[:-1] + (h // 128,), np.float32)
+    scales = np.empty(tuple(_core.scales_shape(int(DType.FLOAT), list(a.shape))), np.float32)
     src = np.ascontiguousarray(a).reshape(rows, h)
     fn = _core.quantize_kg_bf16 if kind == "bf16" else _core.quantize_kg_f32
-    fn(src, int(t), q.reshape(rows, h), scales.reshape(-1), float(hif8_target or 0.0))
+    fn(src, int(t), q.reshape(rows, h), scales.reshape(-1), target)
     return result(q, t, is_torch), result(scales, DType.FLOAT, is_torch)
 
 
@@ -64,10 +64,9 @@ def quantize_mx(x: Any, dtype: Any):
     t = to_dtype(dtype)
     a, kind, is_torch = _source(x)
     rows, h = _rows_h(a.shape, "x")
-    if h % 64 != 0 or h == 0:
-        raise invalid(f"x: the last dimension must be a positive multiple of 64 (MX layout (..., H/64, 2)), got {h}")
+    _core.check_quant(int(t), int(DType.FLOAT8_E8M0), h)  # the core's rule, before allocating
     q = np.empty(a.shape, np.uint8)
-    scales = np.empty(a.shape[:-1] + (h // 64, 2), np.uint8)
+    scales = np.empty(tuple(_core.scales_shape(int(DType.FLOAT8_E8M0), list(a.shape))), np.uint8)
     src = np.ascontiguousarray(a).reshape(rows, h)
     fn = _core.quantize_mx_bf16 if kind == "bf16" else _core.quantize_mx_f32
     fn(src, int(t), q.reshape(rows, h), scales.reshape(-1))
@@ -78,16 +77,13 @@ def dequantize(q: Any, scales: Any, *, x_dtype: Any = None, scales_dtype: Any = 
     """float32 values ``decode(q) * scale`` (one fp32 multiply each), of q's shape.
 
     The group size follows from the scales type: float32 scales (KG) cover 128 elements,
-    E8M0 scales (MX) 32. Raw uint8 inputs need ``x_dtype`` / ``scales_dtype``.
+    E8M0 scales (MX) 32. Raw uint8 inputs need ``x_dtype`` / ``scales_dtype``; for a typed
+    array (ml_dtypes, torch) they must agree with its type.
     """
     qb = bits_of(q, "q")
     sb = bits_of(scales, "scales")
-    xt = optional_dtype(x_dtype, "x_dtype") or qb.dtype
-    st = optional_dtype(scales_dtype, "scales_dtype") or sb.dtype
-    if xt is None:
-        raise invalid("x_dtype: raw uint8 q needs x_dtype (e.g. 'hifloat8')")
-    if st is None:
-        raise invalid("scales_dtype: raw uint8 scales need scales_dtype (e.g. 'float8_e8m0')")
+    xt = input_dtype(qb, x_dtype, "x_dtype", "q", "e.g. 'hifloat8'")
+    st = input_dtype(sb, scales_dtype, "scales_dtype", "scales", "e.g. 'float8_e8m0'")
     rows, h = _rows_h(qb.raw.shape, "q")
     out = np.empty(qb.raw.shape, np.float32)
     _core.dequantize(np.ascontiguousarray(qb.raw).view(np.uint8), np.ascontiguousarray(sb.raw),

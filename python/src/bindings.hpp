@@ -10,6 +10,7 @@ void bind_status_error(nb::module_& m);  // status_error.cpp
 void bind_formats(nb::module_& m);       // formats_bindings.cpp
 void bind_quant(nb::module_& m);         // quant_bindings.cpp
 void bind_ops(nb::module_& m);           // ops_bindings.cpp
+void bind_contract(nb::module_& m);      // contract_bindings.cpp
 #ifdef QCOLL_PY_HAVE_MPI
 void bind_mpi(nb::module_& m);           // mpi_bindings.cpp
 #endif

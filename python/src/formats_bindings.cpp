@@ -1,5 +1,6 @@
 // Element-wise decode/encode of every contract dtype over flat, contiguous buffers.
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 
 #include <string>
 

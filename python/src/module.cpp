@@ -9,6 +9,7 @@ NB_MODULE(_core, m) {
   bind_formats(m);
   bind_quant(m);
   bind_ops(m);
+  bind_contract(m);
 #ifdef QCOLL_PY_HAVE_MPI
   bind_mpi(m);
   m.attr("has_mpi") = true;

@@ -1,5 +1,7 @@
 #include "status_error.hpp"
 
+#include <nanobind/stl/string.h>
+
 #include "bindings.hpp"
 #include "qcoll/qcoll.h"
 
@@ -7,6 +9,10 @@ namespace qcoll::python {
 
 void throw_param_invalid(const std::string& message) {
   throw StatusError(QCOLL_PARAM_INVALID, message);
+}
+
+void throw_if_error(const Status& st) {
+  if (!st.ok()) throw StatusError(static_cast<int32_t>(st.code), st.message);
 }
 
 void throw_if_failed(int32_t status) {

@@ -5,6 +5,8 @@
 #include <exception>
 #include <string>
 
+#include "qcoll/status.hpp"
+
 namespace qcoll::python {
 
 class StatusError : public std::exception {
@@ -20,6 +22,8 @@ class StatusError : public std::exception {
 
 // Throws StatusError(PARAM_INVALID, message).
 [[noreturn]] void throw_param_invalid(const std::string& message);
+// Throws StatusError(st.code, st.message) unless st is Ok.
+void throw_if_error(const Status& st);
 // Throws StatusError(status, qcollGetRecentErrMsg()) when status != 0.
 void throw_if_failed(int32_t status);
 

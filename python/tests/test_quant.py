@@ -144,3 +144,28 @@ def test_quantizer_errors():
         qcoll.quantize_kg(np.zeros((2, 128), np.float32), "float8_e8m0")
     with pytest.raises(qcoll.InvalidParameterError, match="x_dtype"):
         qcoll.dequantize(np.zeros((1, 128), np.uint8), np.zeros((1, 1), np.float32))
+
+
+def test_hif8_target_out_of_range_gives_the_real_reason():
+    # The core's rule (0 or [1, 32768]) is the only one: the message names the parameter,
+    # the range and the value, not a generic refusal.
+    x = np.ones((2, 128), np.float32)
+    for bad in (0.5, -1.0, 40000.0):
+        with pytest.raises(qcoll.InvalidParameterError, match=r"hif8_target: .*\[1, 32768\], got ") as e:
+            qcoll.quantize_kg(x, "hifloat8", hif8_target=bad)
+        assert e.value.status == 161002 and str(bad) in e.value.message
+    for ok in (1.0, 32768.0):
+        qcoll.quantize_kg(x, "hifloat8", hif8_target=ok)
+
+
+def test_dequantize_dtype_contradicting_a_typed_array_is_invalid():
+    x = make_data(np.random.default_rng(3), 2, 128)
+    q, s = qcoll.quantize_kg(x, "float8_e4m3fn")  # q: ml_dtypes float8_e4m3fn, s: float32
+    with pytest.raises(qcoll.InvalidParameterError, match="x_dtype: the array holds float8_e4m3fn") as e:
+        qcoll.dequantize(q, s, x_dtype="e5m2")
+    assert e.value.status == 161002
+    with pytest.raises(qcoll.InvalidParameterError, match="scales_dtype: the array holds float"):
+        qcoll.dequantize(q, s, scales_dtype="float8_e8m0")
+    # Naming the array's own types is fine, and gives the same values.
+    np.testing.assert_array_equal(qcoll.dequantize(q, s, x_dtype="float8_e4m3fn", scales_dtype="float"),
+                                  qcoll.dequantize(q, s))

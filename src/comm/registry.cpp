@@ -41,7 +41,8 @@ Status check_group_name(const char* name, const char* param) {
     return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": name must not be empty");
   if (len > kMaxGroupNameLen)
     return Status::Error(StatusCode::ParamInvalid,
-                         std::string(param) + ": name must be shorter than 128 characters, got " +
+                         std::string(param) + ": name must be shorter than " + std::to_string(kMaxGroupNameLen + 1) +
+                             " characters, got " +
                              std::to_string(len) + " characters");
   return Status::Ok();
 }

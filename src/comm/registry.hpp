@@ -6,11 +6,12 @@
 #include <string>
 #include <string_view>
 #include "comm/communicator.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::comm {
 
-constexpr std::size_t kMaxGroupNameLen = 127;  // names must be shorter than 128 characters
+using contract::kMaxGroupNameLen;  // names must be shorter than 128 characters
 
 // Checks a group name: non-empty and shorter than 128 characters. `param` names the
 // argument in the message (e.g. "group", "name").

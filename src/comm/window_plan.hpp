@@ -14,17 +14,20 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include "qcoll/contract.hpp"
+#include "qcoll/settings.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::comm {
 
 struct ExchangeSpec;
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
-constexpr std::size_t kWindowSlotReserveBytes = kMiB;  // the vendor's "+ 1 MB"
-constexpr std::size_t kWindowPartAlign = 512;          // the vendor's rounding of data sizes
-constexpr std::size_t kDefaultBuffSizeMiB = 200;       // HCCL_BUFFSIZE default
-constexpr std::size_t kMaxBuffSizeMiB = 1 << 20;       // 1 TiB: beyond any machine here
+// The rule (slots, reserve) is the contract's, the variable the settings'; the layout is ours.
+using contract::kMiB;
+using contract::kWindowSlotReserveBytes;
+using settings::kDefaultBuffSizeMiB;
+using settings::kMaxBuffSizeMiB;
+constexpr std::size_t kWindowPartAlign = 512;  // the vendor's rounding of data sizes
 
 constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
@@ -37,9 +40,6 @@ struct ChunkLayout {
 };
 ChunkLayout chunk_layout(int nranks, std::size_t rows, std::size_t x_row_bytes, std::size_t s_row_bytes);
 
-// Bytes of one slot available to chunk data: window/2 - 1 MB (0 when the window is <= 2 MB).
-std::size_t slot_data_bytes(std::size_t window_bytes);
-
 // Largest number of rows (<= spec.rows_per_rank) of one chunk that fits a window of
 // window_bytes per rank; 0 when not even one row fits.
 std::size_t max_chunk_rows_for_window(std::size_t window_bytes, int nranks, const ExchangeSpec& spec);
@@ -47,8 +47,8 @@ std::size_t max_chunk_rows_for_window(std::size_t window_bytes, int nranks, cons
 // The message for a window that cannot hold one row, naming HCCL_BUFFSIZE.
 std::string window_too_small_message(std::size_t window_bytes, int nranks, const ExchangeSpec& spec);
 
-// Reads HCCL_BUFFSIZE (MB, a whole number in [1, kMaxBuffSizeMiB]; unset or empty: 200).
-// PARAM_INVALID naming HCCL_BUFFSIZE and the value seen otherwise.
-Status read_buffsize_env(std::size_t& window_bytes);
+// HCCL_BUFFSIZE in bytes (settings::window_bytes: MB, a whole number in [1, kMaxBuffSizeMiB];
+// unset or empty: 200). PARAM_INVALID naming HCCL_BUFFSIZE and the value seen otherwise.
+inline Status read_buffsize_env(std::size_t& window_bytes) { return settings::window_bytes(window_bytes); }
 
 }  // namespace qcoll::comm

@@ -46,7 +46,7 @@ struct ReduceArgs {
   void* out = nullptr;                // count elements of out_dtype
 };
 
-// Group size implied by the scales dtype (128 or 32; 0 for any other dtype).
+// Group size implied by the scales dtype (contract::scale_group: 128 or 32; 0 for any other).
 std::size_t group_size(DType scales_dtype);
 
 // Empty if `a` is acceptable to the kernels, else a message naming the field, the value

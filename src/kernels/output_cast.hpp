@@ -5,14 +5,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "formats/traits.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::kernels {
 
-inline constexpr uint32_t kCanonicalNanF32 = 0x7FC00000u;
-inline constexpr uint16_t kCanonicalNanF16 = 0x7E00u;
-inline constexpr uint16_t kCanonicalNanBF16 = 0x7FC0u;
+// The canonical quiet NaNs: the formats' own quiet NaN codes, positive.
+inline constexpr uint32_t kCanonicalNanF32 = formats::Traits<DType::Float>::kNaNCode;
+inline constexpr uint16_t kCanonicalNanF16 = formats::Traits<DType::Float16>::kNaNCode;
+inline constexpr uint16_t kCanonicalNanBF16 = formats::Traits<DType::BFloat16>::kNaNCode;
 
 // Writes element i of `out` (out_dtype Float, Float16 or BFloat16) from the fp32 sum.
 inline void store_sum(DType out_dtype, void* out, std::size_t i, float acc) {

@@ -2,42 +2,21 @@
 #include <string>
 
 #include "kernels/dequant_reduce.hpp"
+#include "qcoll/contract.hpp"
 
 namespace qcoll::kernels {
 
-std::size_t group_size(DType scales_dtype) {
-  switch (scales_dtype) {
-    case DType::Float: return 128;
-    case DType::Float8E8M0: return 32;
-    default: return 0;
-  }
-}
-
-namespace {
-
-bool is_x_dtype(DType t) {
-  return t == DType::Int8 || t == DType::HiFloat8 || t == DType::Float8E4M3FN ||
-         t == DType::Float8E5M2;
-}
-
-bool is_out_dtype(DType t) {
-  return t == DType::Float || t == DType::Float16 || t == DType::BFloat16;
-}
-
-std::string dtype_seen(DType t) {
-  return std::string(dtype_name(t)) + " (" + std::to_string(static_cast<int32_t>(t)) + ")";
-}
-
-}  // namespace
+std::size_t group_size(DType scales_dtype) { return contract::scale_group(scales_dtype); }
 
 std::string check_reduce_args(const ReduceArgs& a) {
-  if (!is_x_dtype(a.x_dtype))
-    return "x_dtype: must be int8, hifloat8, float8_e4m3fn or float8_e5m2, got " +
-           dtype_seen(a.x_dtype);
-  if (group_size(a.scales_dtype) == 0)
-    return "scales_dtype: must be float or float8_e8m0, got " + dtype_seen(a.scales_dtype);
-  if (!is_out_dtype(a.out_dtype))
-    return "out_dtype: must be float, float16 or bfloat16, got " + dtype_seen(a.out_dtype);
+  using contract::dtype_list;
+  using contract::dtype_text;
+  if (!contract::is_x_dtype(a.x_dtype))
+    return "x_dtype: must be " + dtype_list(contract::kXDtypes) + ", got " + dtype_text(a.x_dtype);
+  if (!contract::is_scales_dtype(a.scales_dtype))
+    return "scales_dtype: must be " + dtype_list(contract::kScalesDtypes) + ", got " + dtype_text(a.scales_dtype);
+  if (!contract::is_out_dtype(a.out_dtype))
+    return "out_dtype: must be " + dtype_list(contract::kOutDtypes) + ", got " + dtype_text(a.out_dtype);
   if (a.nsrc < 1) return "nsrc: must be >= 1, got " + std::to_string(a.nsrc);
   const std::size_t g = group_size(a.scales_dtype);
   if (a.count % g != 0)

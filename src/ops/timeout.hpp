@@ -1,18 +1,24 @@
-// How long a collective call may wait for its peers: QCOLL_TIMEOUT_S.
+// How long a collective call may wait for its peers: QCOLL_TIMEOUT_S, parsed by the core
+// settings (qcoll/settings.hpp: seconds in (0, 1e6], default 60, a warning for a bad value).
 #pragma once
 #include <chrono>
 
+#include "qcoll/settings.hpp"
+
 namespace qcoll::ops {
 
-constexpr double kDefaultTimeoutSeconds = 60.0;
-constexpr double kMaxTimeoutSeconds = 1e6;
+using settings::kDefaultTimeoutSeconds;
+using settings::kMaxTimeoutSeconds;
 
-// QCOLL_TIMEOUT_S, read at every call: seconds, fractional allowed (e.g. "2", "0.5"),
-// in (0, 1e6]. Unset: 60. Any other value (empty, not a number, <= 0, too large, trailing
-// characters) falls back to 60 and prints one warning to stderr per distinct value.
-std::chrono::nanoseconds call_timeout();
+// QCOLL_TIMEOUT_S, read at every call.
+inline std::chrono::nanoseconds call_timeout() { return settings::call_timeout(); }
 
-// The parsing rule alone: the value for `text` (nullptr = unset), and whether it was valid.
-double parse_timeout_seconds(const char* text, bool* valid);
+// The parsing rule alone: the value for `text` (nullptr = unset; the default when invalid),
+// and whether it was valid.
+inline double parse_timeout_seconds(const char* text, bool* valid) {
+  const auto v = settings::parse_timeout_seconds(text);
+  *valid = v.has_value();
+  return v.value_or(kDefaultTimeoutSeconds);
+}
 
 }  // namespace qcoll::ops

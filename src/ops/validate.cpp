@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/registry.hpp"
+#include "qcoll/contract.hpp"
 
 namespace qcoll::ops {
 namespace {
@@ -18,24 +19,15 @@ std::string dtype_string(int32_t t) {
   return std::string(dtype_name(static_cast<DType>(t)));
 }
 
-bool is_x_dtype(int32_t t) {
-  return t == int32_t(DType::Int8) || t == int32_t(DType::HiFloat8) ||
-         t == int32_t(DType::Float8E4M3FN) || t == int32_t(DType::Float8E5M2);
-}
-bool is_out_dtype(int32_t t) {
-  return t == int32_t(DType::Float) || t == int32_t(DType::Float16) || t == int32_t(DType::BFloat16);
-}
+// A tensor's dtype value as a DType (an unknown value matches no contract predicate).
+DType as_dtype(int32_t t) { return static_cast<DType>(t); }
 
-// Expected scales shape for x's shape (rule 8).
-std::vector<int64_t> expected_scales_shape(const std::vector<int64_t>& x, bool mx) {
-  std::vector<int64_t> s(x.begin(), x.end() - 1);
-  const int64_t H = x.back();
-  if (mx) {
-    s.push_back(H / 64);
-    s.push_back(2);
-  } else {
-    s.push_back(H / 128);
-  }
+// "2, 4 or 8"
+std::string rank_count_list() {
+  std::string s;
+  const std::size_t n = std::size(contract::kRankCounts);
+  for (std::size_t i = 0; i < n; ++i)
+    s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::to_string(contract::kRankCounts[i]);
   return s;
 }
 
@@ -69,13 +61,7 @@ Status check_layout(const char* param, const TensorDesc& t) {
 
 }  // namespace
 
-const char* op_name(OpKind op) {
-  return op == OpKind::AllReduce ? "QuantAllReduce" : "QuantReduceScatter";
-}
-
-std::size_t ValidatedCall::scales_row_bytes() const {
-  return scales_dtype == DType::Float8E8M0 ? H / 32 : H / 128 * 4;
-}
+std::size_t ValidatedCall::scales_row_bytes() const { return contract::scales_row_bytes(scales_dtype, H); }
 std::size_t ValidatedCall::out_elem_bytes() const { return dtype_size(out_dtype); }
 std::size_t ValidatedCall::out_bytes() const {
   const std::size_t out_rows = op == OpKind::AllReduce ? rows : rows_per_rank();
@@ -128,23 +114,24 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
     return invalid(std::string("group: no communicator named '") + req.group +
                    "' is registered for this thread or process (create and join it first)");
   const int n = comm->size();
-  if (n != 2 && n != 4 && n != 8)
-    return invalid(std::string("group: communicator '") + req.group +
-                   "' must have 2, 4 or 8 ranks, got " + std::to_string(n));
+  if (!contract::is_rank_count(n))
+    return invalid(std::string("group: communicator '") + req.group + "' must have " + rank_count_list() +
+                   " ranks, got " + std::to_string(n));
 
   // Rule 4: dtypes.
-  if (!is_x_dtype(x.dtype))
-    return invalid("x: dtype must be int8, hifloat8, float8_e4m3fn or float8_e5m2, got " +
+  if (!contract::is_x_dtype(as_dtype(x.dtype)))
+    return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " +
                    dtype_string(x.dtype));
-  const bool mx = sc.dtype == int32_t(DType::Float8E8M0);
-  if (sc.dtype != int32_t(DType::Float) && !mx)
+  const bool mx = contract::is_mx(as_dtype(sc.dtype));
+  if (!contract::is_scales_dtype(as_dtype(sc.dtype)))
     return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
                    dtype_string(sc.dtype));
-  if (mx && x.dtype != int32_t(DType::Float8E4M3FN) && x.dtype != int32_t(DType::Float8E5M2))
-    return invalid("scales: float8_e8m0 (MX) scales need x dtype float8_e4m3fn or float8_e5m2, "
-                   "got x dtype " + dtype_string(x.dtype));
-  if (!is_out_dtype(out.dtype))
-    return invalid("output: dtype must be float, float16 or bfloat16, got " + dtype_string(out.dtype));
+  if (!contract::dtypes_fit(as_dtype(x.dtype), as_dtype(sc.dtype)))
+    return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
+                   ", got x dtype " + dtype_string(x.dtype));
+  if (!contract::is_out_dtype(as_dtype(out.dtype)))
+    return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " +
+                   dtype_string(out.dtype));
 
   // Rule 5: x is 2-D or 3-D, no zero dimension.
   if (x.dims.size() != 2 && x.dims.size() != 3)
@@ -174,25 +161,30 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
   }
 
   // Rule 7: H.
-  if (H % 128 != 0 || H < 1024 || H > 8192)
-    return invalid("x: H must be a multiple of 128 in [1024, 8192], got " + std::to_string(H));
+  if (!contract::op_h_ok(H))
+    return invalid("x: H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
+                   std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " +
+                   std::to_string(H));
 
   // Rule 8: scales shape.
-  const auto want_scales = expected_scales_shape(x.dims, mx);
-  if (sc.dims != want_scales)
-    return invalid("scales: shape must be " + shape_string(want_scales) + " for x " +
-                   shape_string(x.dims) +
-                   (mx ? " (MX: group 32, layout (..., H/64, 2))" : " (pertoken-pergroup: group 128)") +
-                   ", got " + shape_string(sc.dims));
+  const auto want_scales = contract::scales_shape(as_dtype(sc.dtype), x.dims);
+  if (sc.dims != want_scales) {
+    const std::string layout =
+        mx ? " (MX: group " + std::to_string(contract::kMxGroup) + ", layout (..., H/" +
+                 std::to_string(contract::kMxHMultiple) + ", " + std::to_string(contract::kMxScalePair) + "))"
+           : " (pertoken-pergroup: group " + std::to_string(contract::kKgGroup) + ")";
+    return invalid("scales: shape must be " + shape_string(want_scales) + " for x " + shape_string(x.dims) +
+                   layout + ", got " + shape_string(sc.dims));
+  }
 
-  // Rule 9: output shape.
+  // Rule 9: output shape (rule 6 holds here, so the contract has one).
+  const std::vector<int64_t> want = contract::output_shape(req.op, x.dims, n).value_or(x.dims);
   if (req.op == OpKind::ReduceScatter) {
-    const std::vector<int64_t> want = {BS / n, H};
     if (out.dims != want)
       return invalid("output: shape must be (BS/n, H) = " + shape_string(want) +
                      " for QuantReduceScatter of x " + shape_string(x.dims) + " over " +
                      std::to_string(n) + " ranks, got " + shape_string(out.dims));
-  } else if (out.dims != x.dims) {
+  } else if (out.dims != want) {
     return invalid("output: shape must equal x's shape " + shape_string(x.dims) +
                    " for QuantAllReduce, got " + shape_string(out.dims));
   }

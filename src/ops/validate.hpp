@@ -7,13 +7,14 @@
 
 #include "comm/communicator.hpp"
 #include "ops/tensor_desc.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::ops {
 
-enum class OpKind : int32_t { ReduceScatter = 1, AllReduce = 2 };  // = CallDescriptor::op
-const char* op_name(OpKind op);  // "QuantReduceScatter", "QuantAllReduce"
+using OpKind = contract::Op;  // ReduceScatter = 1, AllReduce = 2 (= CallDescriptor::op)
+using contract::op_name;      // "QuantReduceScatter", "QuantAllReduce"
 
 struct OpRequest {
   OpKind op = OpKind::ReduceScatter;
@@ -43,7 +44,7 @@ struct ValidatedCall {
 
   std::size_t nranks() const { return static_cast<std::size_t>(comm->size()); }
   std::size_t rows_per_rank() const { return rows / nranks(); }
-  std::size_t scales_row_bytes() const;  // H/128*4 (fp32 scales) or H/32 (E8M0)
+  std::size_t scales_row_bytes() const;  // contract::scales_row_bytes
   std::size_t out_elem_bytes() const;
   std::size_t out_bytes() const;          // bytes of the whole output
   comm::ExchangeSpec exchange_spec() const;

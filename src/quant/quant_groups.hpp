@@ -9,12 +9,15 @@
 #include <cstdint>
 #include <limits>
 
+#include "formats/traits.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/formats.hpp"
 
 namespace qcoll::quant::detail {
 
-inline constexpr std::size_t kKgGroup = 128;
-inline constexpr std::size_t kMxGroup = 32;
+using contract::kKgGroup;
+using contract::kMxGroup;
+using formats::Traits;
 
 // Largest |v| over the finite elements (NaN and +-Inf are ignored); 0 if there is none.
 inline float finite_amax(const float* v, std::size_t n) {
@@ -27,10 +30,12 @@ inline float finite_amax(const float* v, std::size_t n) {
   return amax;
 }
 
-// Element encoders, all saturating. INT8: round half to even, clamp to [-127, 127], NaN -> 0.
+// Element encoders, all saturating. INT8: round half to even, clamp to [-127, 127] (symmetric:
+// -128 is never produced), NaN -> 0.
 inline uint8_t encode_int8_sym(float r) {
+  constexpr float kMax = Traits<DType::Int8>::kMaxFinite;
   if (std::isnan(r)) return 0;
-  r = std::clamp(r, -127.0f, 127.0f);
+  r = std::clamp(r, -kMax, kMax);
   // nearbyint rounds in the current mode: round to nearest even unless the caller changed it.
   return static_cast<uint8_t>(static_cast<int8_t>(std::nearbyint(r)));
 }
@@ -79,12 +84,15 @@ inline int floor_log2(float a) {
 // element subnormal (2^-10 E4M3, 2^-17 E5M2), so it encodes to zero either way.
 template <ElementEncoder Encode, int EmaxElem>
 inline uint8_t quantize_mx_block(const float* v, uint8_t* q) {
+  using E8M0 = Traits<DType::Float8E8M0>;
+  constexpr int kMinExp = -E8M0::kExponentBias;                 // code 0x00
+  constexpr int kMaxExp = E8M0::kMaxCode - E8M0::kExponentBias;  // code 0xFE, never 0xFF (NaN)
   const float amax = finite_amax(v, kMxGroup);
-  int shared_exp = amax == 0.0f ? -127 : floor_log2(amax) - EmaxElem;
-  shared_exp = std::clamp(shared_exp, -127, 127);  // byte 0x00..0xFE, never 0xFF (NaN)
+  int shared_exp = amax == 0.0f ? kMinExp : floor_log2(amax) - EmaxElem;
+  shared_exp = std::clamp(shared_exp, kMinExp, kMaxExp);
   const float inv_scale = std::ldexp(1.0f, -shared_exp);
   for (std::size_t i = 0; i < kMxGroup; ++i) q[i] = Encode(v[i] * inv_scale);
-  return static_cast<uint8_t>(shared_exp + 127);
+  return static_cast<uint8_t>(shared_exp + E8M0::kExponentBias);
 }
 
 // Source adapters: fp32 rows are used in place; bf16 rows are decoded one group at a time.

@@ -6,6 +6,8 @@ namespace qcoll::quant {
 
 namespace {
 
+using formats::Traits;
+
 template <detail::ElementEncoder Encode, class T>
 void kg_rows(const T* x, std::size_t count, uint8_t* q, float* scales, float target) {
   detail::GroupSource<T> src(x);
@@ -21,16 +23,17 @@ bool quantize_kg_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
                      float* scales, const KgOptions& opt) {
   if (!check_quantize_args(x, rows, H, x_dtype, DType::Float, q, scales, opt.hif8_target).ok())
     return false;
-  const std::size_t count = rows * H;  // groups never straddle rows: H % 128 == 0
+  const std::size_t count = rows * H;  // groups never straddle rows: H % kKgGroup == 0
   switch (x_dtype) {
+    // The target of each format is its largest finite value (INT8: 127, symmetric).
     case DType::Int8:
-      kg_rows<detail::encode_int8_sym>(x, count, q, scales, 127.0f);
+      kg_rows<detail::encode_int8_sym>(x, count, q, scales, Traits<DType::Int8>::kMaxFinite);
       break;
     case DType::Float8E4M3FN:
-      kg_rows<detail::encode_e4m3_sat>(x, count, q, scales, 448.0f);
+      kg_rows<detail::encode_e4m3_sat>(x, count, q, scales, Traits<DType::Float8E4M3FN>::kMaxFinite);
       break;
     case DType::Float8E5M2:
-      kg_rows<detail::encode_e5m2_sat>(x, count, q, scales, 57344.0f);
+      kg_rows<detail::encode_e5m2_sat>(x, count, q, scales, Traits<DType::Float8E5M2>::kMaxFinite);
       break;
     case DType::HiFloat8: {
       const float target = opt.hif8_target != 0.0f ? opt.hif8_target : default_hif8_target();

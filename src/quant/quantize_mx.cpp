@@ -24,10 +24,10 @@ bool quantize_mx_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
   const std::size_t count = rows * H;
   switch (x_dtype) {
     case DType::Float8E4M3FN:  // emax_elem 8: max 448 = 1.75 * 2^8
-      mx_rows<detail::encode_e4m3_sat, 8>(x, count, q, scales);
+      mx_rows<detail::encode_e4m3_sat, formats::Traits<DType::Float8E4M3FN>::kMxEmax>(x, count, q, scales);
       break;
     case DType::Float8E5M2:  // emax_elem 15: max 57344 = 1.75 * 2^15
-      mx_rows<detail::encode_e5m2_sat, 15>(x, count, q, scales);
+      mx_rows<detail::encode_e5m2_sat, formats::Traits<DType::Float8E5M2>::kMxEmax>(x, count, q, scales);
       break;
     default:
       return false;  // unreachable: rejected by check_quantize_args

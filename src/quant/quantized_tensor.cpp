@@ -2,6 +2,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "qcoll/contract.hpp"
 #include "qcoll/quant.hpp"
 
 namespace qcoll::quant {
@@ -29,8 +30,9 @@ Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
   t.rows = rows;
   t.H = H;
   t.q.resize(rows * H);
-  t.kg_scales.resize(scales_dtype == DType::Float ? rows * H / 128 : 0);
-  t.mx_scales.resize(scales_dtype == DType::Float8E8M0 ? rows * H / 32 : 0);
+  const std::size_t nscales = contract::scales_count(scales_dtype, rows, H);
+  t.kg_scales.resize(scales_dtype == DType::Float ? nscales : 0);
+  t.mx_scales.resize(scales_dtype == DType::Float8E8M0 ? nscales : 0);
   bool ok = true;
   if (rows == 0) {
     // nothing to quantize (and empty vectors may have no data pointer)

@@ -1,8 +1,7 @@
 #include "comm/mpi/mpi_util.hpp"
 
-#include <cstdlib>
-
 #include "comm/backoff.hpp"
+#include "qcoll/settings.hpp"
 
 namespace qcoll::comm::mpi {
 
@@ -37,13 +36,7 @@ Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& wha
 }
 
 Clock::time_point creation_deadline() {
-  double seconds = 60;
-  if (const char* v = std::getenv("QCOLL_TIMEOUT_S"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const double d = std::strtod(v, &end);
-    if (end != v && *end == '\0' && d > 0 && d < 1e7) seconds = d;
-  }
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(settings::call_timeout());
 }
 
 }  // namespace qcoll::comm::mpi

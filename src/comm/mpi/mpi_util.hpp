@@ -21,7 +21,7 @@ Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& wha
 // Tests `req` once; sets done. Errors as check().
 Status test(MPI_Request& req, bool& done);
 
-// QCOLL_TIMEOUT_S (seconds, default 60) from now: the deadline of communicator creation.
+// QCOLL_TIMEOUT_S (settings::call_timeout) from now: the deadline of communicator creation.
 Clock::time_point creation_deadline();
 
 }  // namespace qcoll::comm::mpi

@@ -11,24 +11,24 @@
 #include "comm/shm_segment.hpp"
 #include "comm/shm_setup.hpp"
 #include "comm/window_plan.hpp"
+#include "qcoll/settings.hpp"
 
 namespace qcoll::comm::mpi {
 
 namespace {
 
-enum Transport : int { kAuto = 0, kShm = 1, kMpi = 2 };
-const char* transport_name(int t) { return t == kShm ? "shm" : t == kMpi ? "mpi" : "auto"; }
+// QCOLL_TRANSPORT (qcoll/settings.hpp) as an int: the ranks compare it in an all-reduce.
+using settings::Transport;
+constexpr int kAuto = static_cast<int>(Transport::Auto);
+constexpr int kShm = static_cast<int>(Transport::Shm);
+constexpr int kMpi = static_cast<int>(Transport::Mpi);
+const char* transport_name(int t) { return settings::transport_name(static_cast<Transport>(t)); }
 
 Status read_transport_env(int& t) {
-  t = kAuto;
-  const char* v = std::getenv("QCOLL_TRANSPORT");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return Status::Ok();
-  if (std::strcmp(v, "shm") == 0) t = kShm;
-  else if (std::strcmp(v, "mpi") == 0) t = kMpi;
-  else
-    return Status::Error(StatusCode::ParamInvalid,
-                         std::string("QCOLL_TRANSPORT must be auto, shm or mpi, got \"") + v + "\"");
-  return Status::Ok();
+  Transport v = Transport::Auto;
+  Status st = settings::transport(v);
+  t = static_cast<int>(v);
+  return st;
 }
 
 // Lowest rank whose flag is set: every rank contributes size-rank when set, the max wins.

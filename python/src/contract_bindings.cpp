@@ -1,0 +1,56 @@
+// The contract module (qcoll/contract.hpp) for the Python package: the checks and shapes it
+// needs before it allocates, so that python/qcoll asks the C++ rules instead of re-coding them.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "qcoll/contract.hpp"
+#include "qcoll/dtype.hpp"
+#include "status_error.hpp"
+
+namespace qcoll::python {
+namespace {
+
+DType as_dtype(int32_t t) { return static_cast<DType>(t); }
+
+contract::Op parse_op(const std::string& op) {
+  if (op == "rs") return contract::Op::ReduceScatter;
+  if (op == "ar") return contract::Op::AllReduce;
+  throw_param_invalid("op: must be \"rs\" or \"ar\", got \"" + op + "\"");
+}
+
+}  // namespace
+
+void bind_contract(nb::module_& m) {
+  m.def("check_quant",
+        [](int32_t x_dtype, int32_t scales_dtype, std::size_t H, float hif8_target) {
+          throw_if_error(contract::check_quant_call(as_dtype(x_dtype), as_dtype(scales_dtype), H, hif8_target));
+        },
+        nb::arg("x_dtype"), nb::arg("scales_dtype"), nb::arg("H"), nb::arg("hif8_target") = 0.0f,
+        "Raises InvalidParameterError unless (x_dtype, scales_dtype, H, hif8_target) is a valid quantize / "
+        "dequantize call (contract::check_quant_call).");
+  m.def("scales_shape",
+        [](int32_t scales_dtype, const std::vector<int64_t>& x_shape) {
+          return contract::scales_shape(as_dtype(scales_dtype), x_shape);
+        },
+        nb::arg("scales_dtype"), nb::arg("x_shape"),
+        "The scales' shape for x's shape: (..., H/128) (KG) or (..., H/64, 2) (MX); [] otherwise.");
+  m.def("output_shape",
+        [](const std::string& op, const std::vector<int64_t>& x_shape, int nranks) {
+          return contract::output_shape(parse_op(op), x_shape, nranks);
+        },
+        nb::arg("op"), nb::arg("x_shape"), nb::arg("nranks"),
+        "The operator's output shape ('rs': (BS/n, H), 'ar': x's shape), or None where there is none.");
+  m.def("dtype_size", [](int32_t t) { return dtype_size(as_dtype(t)); }, nb::arg("dtype"),
+        "Bytes per element (1, 2 or 4); 0 for an unknown value.");
+  m.def("is_8bit_format", [](int32_t t) { return is_8bit_format(as_dtype(t)); }, nb::arg("dtype"));
+  m.attr("HIF8_TARGET_MAX") = contract::kHif8TargetMax;
+}
+
+}  // namespace qcoll::python
