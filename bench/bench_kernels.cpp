@@ -6,10 +6,14 @@
 //   kernel/<mode>/<out>/n:<n>/scalar     dequant_reduce_scalar
 //   kernel/<mode>/<out>/n:<n>/simd       dequant_reduce (best SIMD target)
 //   kernel/<mode>/<out>/n:<n>/threads:2  dequant_reduce_parallel with 2 threads
+//   kernel/<mode>/<out>/n:<n>/target:<T> dequant_reduce_on_target(T), for T in AVX3_DL,
+//                                        AVX3, AVX2 where the CPU runs T
 //   memcpy/<mode>/<out>/n:<n>            memcpy of half that many bytes (the other half is
 //                                        the write), i.e. the same bytes touched
-// Run: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// and compare medians; scripts/bench_kernels_ratios.py prints the ratios from JSON output.
+// Modes: kg_int8, kg_hif8, kg_e4m3, kg_e5m2, mx_e4m3, mx_e5m2; outputs bfloat16, float16,
+// float. Run: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// and compare medians; scripts/bench_kernels_ratios.py prints the ratios from JSON output
+// (e.g. --benchmark_filter='target|memcpy' for the per-target table alone).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -27,6 +31,7 @@ namespace {
 
 constexpr std::size_t kCount = 5120 * 512;
 constexpr int kMaxSources = 8;
+constexpr std::size_t kE8M0Offset = kCount / 128 * 4;
 
 struct Mode {
   const char* name;
@@ -45,13 +50,16 @@ struct Data {
       std::vector<uint8_t> xb(kCount);
       for (auto& b : xb) b = static_cast<uint8_t>(rng() & 0x3F) | static_cast<uint8_t>(rng() & 0x80);
       x.push_back(std::move(xb));
-      std::vector<uint8_t> sb(kCount / 128 * 4 + kCount / 32);
+      // fp32 scales (KG, ordinary magnitudes), then the E8M0 scales (MX, bytes near 2^0)
+      // after them: kE8M0Offset bytes in.
+      std::vector<uint8_t> sb(kE8M0Offset + kCount / 32);
       for (std::size_t j = 0; j < kCount / 128; ++j) {
         const float v = 0.001f * static_cast<float>(1 + rng() % 1000);
         std::memcpy(&sb[4 * j], &v, 4);
       }
-      // E8M0 scales live in the same buffer when used (bytes near 2^0).
-      for (std::size_t j = 0; j < kCount / 32; ++j) sb[j] = static_cast<uint8_t>(120 + rng() % 8);
+      for (std::size_t j = 0; j < kCount / 32; ++j) {
+        sb[kE8M0Offset + j] = static_cast<uint8_t>(120 + rng() % 8);
+      }
       s.push_back(std::move(sb));
     }
     out.resize(kCount * 4);
@@ -83,18 +91,26 @@ struct Case {
     s.clear();
     for (int k = 0; k < n; ++k) {
       x.push_back(d.x[k].data());
-      s.push_back(d.s[k].data());
+      s.push_back(d.s[k].data() + (mode.scales == DType::Float8E8M0 ? kE8M0Offset : 0));
     }
     return ReduceArgs{mode.x, mode.scales, out, n, x.data(), s.data(), kCount, d.out.data()};
   }
 };
 
-void run_kernel(benchmark::State& st, Case c, int path) {
+// path: "scalar", "simd" (dequant_reduce), "threads:2", or a SIMD target name.
+void run_kernel(benchmark::State& st, Case c, std::string path) {
   const ReduceArgs a = c.args();
   for (auto _ : st) {
-    if (path == 0) qcoll::kernels::dequant_reduce_scalar(a);
-    else if (path == 1) qcoll::kernels::dequant_reduce(a);
-    else qcoll::kernels::dequant_reduce_parallel(a, path);
+    if (path == "scalar") {
+      qcoll::kernels::dequant_reduce_scalar(a);
+    } else if (path == "simd") {
+      qcoll::kernels::dequant_reduce(a);
+    } else if (path == "threads:2") {
+      qcoll::kernels::dequant_reduce_parallel(a, 2);
+    } else if (!qcoll::kernels::dequant_reduce_on_target(path, a)) {
+      st.SkipWithError(("target not available: " + path).c_str());
+      break;
+    }
     benchmark::DoNotOptimize(a.out);
     benchmark::ClobberMemory();
   }
@@ -124,22 +140,27 @@ int main(int argc, char** argv) {
       {"mx_e4m3", DType::Float8E4M3FN, DType::Float8E8M0},
       {"mx_e5m2", DType::Float8E5M2, DType::Float8E8M0},
   };
-  std::vector<std::pair<Mode, DType>> cases;
-  for (const Mode& m : modes) cases.push_back({m, DType::BFloat16});
-  cases.push_back({modes[2], DType::Float});
-  for (auto [m, out] : cases) {
-    for (int n : {2, 4, 8}) {
-      const std::string base = std::string(m.name) + "/" + std::string(qcoll::dtype_name(out)) +
-                               "/n:" + std::to_string(n);
-      const Case c{m, out, n, {}, {}};
-      benchmark::RegisterBenchmark(("kernel/" + base + "/scalar").c_str(), run_kernel, c, 0)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
-      benchmark::RegisterBenchmark(("kernel/" + base + "/simd").c_str(), run_kernel, c, 1)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
-      benchmark::RegisterBenchmark(("kernel/" + base + "/threads:2").c_str(), run_kernel, c, 2)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
-      benchmark::RegisterBenchmark(("memcpy/" + base).c_str(), run_memcpy, c)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
+  std::vector<std::string> targets;
+  for (const std::string& t : qcoll::kernels::dequant_reduce_simd_targets()) {
+    if (t == "AVX3_DL" || t == "AVX3" || t == "AVX2") targets.push_back(t);
+  }
+  for (DType out : {DType::BFloat16, DType::Float16, DType::Float}) {
+    for (const Mode& m : modes) {
+      for (int n : {2, 4, 8}) {
+        const std::string base = std::string(m.name) + "/" + std::string(qcoll::dtype_name(out)) +
+                                 "/n:" + std::to_string(n);
+        const Case c{m, out, n, {}, {}};
+        std::vector<std::string> paths = {"scalar", "simd", "threads:2"};
+        for (const std::string& t : targets) paths.push_back(t);
+        for (const std::string& path : paths) {
+          const bool target = path != "scalar" && path != "simd" && path != "threads:2";
+          const std::string name = "kernel/" + base + "/" + (target ? "target:" : "") + path;
+          benchmark::RegisterBenchmark(name.c_str(), run_kernel, c, path)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+        }
+        benchmark::RegisterBenchmark(("memcpy/" + base).c_str(), run_memcpy, c)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

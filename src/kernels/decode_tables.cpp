@@ -38,6 +38,9 @@ DecodeTables build(DType x) {
       if (v < 16) t.fp16_l[v] = static_cast<uint8_t>(h & 0x7F);
     }
   }
+  for (int v = 0; v < 128; ++v) {
+    t.fp16_fx[v] = static_cast<uint8_t>(t.fp16_f[v] ^ (v + 16 < 128 ? t.fp16_f[v + 16] : 0));
+  }
   return t;
 }
 

@@ -10,6 +10,8 @@
 //   fp16[v]                the fp16 bits of |value(v)| (HiFloat8 only: every HiF8 value is
 //                          exact in fp16; used where no byte permute of 128 entries exists).
 //   fp16_f[v], fp16_l[v]   the same split as (f << 7) | l, l nonzero only for v < 16.
+//   fp16_fx[16h + j]       fp16_f[16h + j] ^ fp16_f[16(h+1) + j] (0 past the end): the
+//                          telescoping form of fp16_f for 16-entry byte shuffles.
 // The HiFloat8 NaN is the code 0x80, which has magnitude 0 (the +0 entry): callers fix it.
 #pragma once
 #include <cstdint>
@@ -23,6 +25,7 @@ struct DecodeTables {
   alignas(64) uint8_t top_lo[128];
   alignas(64) uint16_t fp16[128];  // HiFloat8 only
   alignas(64) uint8_t fp16_f[128];
+  alignas(64) uint8_t fp16_fx[128];
   alignas(16) uint8_t fp16_l[16];
 };
 

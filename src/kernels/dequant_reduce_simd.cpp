@@ -705,6 +705,201 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
 }
 #endif  // AVX3 / AVX3_DL
 
+#if HWY_TARGET == HWY_AVX2
+// ---- AVX2: 32 elements (one MX group) per step, four __m256 ------------------------------
+// Orders as on AVX-512, at half width: Natural v_r[j] = element 8r + j; EvenOdd v_0 / v_1 =
+// even / odd elements of 0..15, v_2 / v_3 the same of 16..31.
+
+template <DType X>
+constexpr bool kEvenOdd256 = X != DType::Int8;
+
+// fp16 bits of the even (e) and odd (o) codes of a 32-code block -> EvenOdd fp32 vectors.
+HWY_INLINE void CvtEvenOdd256(__m256i e, __m256i o, __m256* v) {
+  v[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(e));
+  v[1] = _mm256_cvtph_ps(_mm256_castsi256_si128(o));
+  v[2] = _mm256_cvtph_ps(_mm256_extracti128_si256(e, 1));
+  v[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(o, 1));
+}
+
+HWY_INLINE void DecodeE4M3Div256x32(__m256i w, __m256* v) {
+  const __m256i m = _mm256_set1_epi16(static_cast<short>(kE4Fp16Mask));
+  const __m256i e = _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(w, 8), 8 - kE4ToF16Shift), m);
+  const __m256i o = _mm256_and_si256(_mm256_srai_epi16(w, 8 - kE4ToF16Shift), m);
+  CvtEvenOdd256(e, o, v);
+}
+
+// The E4M3FN NaN codes have every magnitude bit set: (code | sign) == 0xFF.
+HWY_INLINE bool AnyE4M3NaN256(__m256i w) {
+  const __m256i all = _mm256_or_si256(w, _mm256_set1_epi8(static_cast<char>(E4::kSignMask)));
+  return _mm256_movemask_epi8(_mm256_cmpeq_epi8(all, _mm256_set1_epi8(-1))) != 0;
+}
+
+// Exact values: the value/2^8 decode times 2^8 (exact), NaN lanes set.
+HWY_INLINE void DecodeE4M3Exactx32(__m256i w, __m256* v) {
+  DecodeE4M3Div256x32(w, v);
+  // NaN lanes: fp16 bits of code / 2^8 with every magnitude bit set, i.e. (h & ~sign) == mask.
+  const __m256i all = _mm256_or_si256(w, _mm256_set1_epi8(static_cast<char>(E4::kSignMask)));
+  const __m256i nan_bytes = _mm256_cmpeq_epi8(all, _mm256_set1_epi8(-1));
+  const __m256i ne = _mm256_slli_epi16(nan_bytes, 8);                        // even codes' flags, word-wide
+  const __m256i no = _mm256_and_si256(nan_bytes, _mm256_set1_epi16(-256));   // odd codes'
+  __m256 flags[4];
+  flags[0] = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(ne)));
+  flags[1] = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(no)));
+  flags[2] = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(ne, 1)));
+  flags[3] = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(no, 1)));
+  const __m256 k256 = _mm256_set1_ps(kE4Fp16Factor);
+  const __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kCanonicalNanF32)));
+  for (int r = 0; r < 4; ++r) v[r] = _mm256_blendv_ps(_mm256_mul_ps(v[r], k256), nan, flags[r]);
+}
+
+// HiFloat8: fp16 = sign << 8 | F[v] << 7 | L[v] (v = code & 0x7F). F has 128 entries, looked
+// up 16 at a time: with idx_h = v + 0x70 - 16h, byte shuffles give table_h[v & 15] where
+// v < 16(h + 1) and 0 above (bit 7 set); the tables hold F_h ^ F_{h+1} (F_8 = 0), so the
+// XOR over h telescopes to F_{v >> 4}[v & 15].
+HWY_INLINE void DecodeHiF8x32(__m256i code, const __m256i* fx, __m256i lt, __m256* v) {
+  const __m256i mag = _mm256_and_si256(code, _mm256_set1_epi8(H8::kAbsMask));
+  __m256i idx = _mm256_add_epi8(mag, _mm256_set1_epi8(0x70));
+  const __m256i l = _mm256_shuffle_epi8(lt, idx);  // L: nonzero only for v < 16
+  __m256i f = _mm256_shuffle_epi8(fx[0], idx);
+  const __m256i k10 = _mm256_set1_epi8(0x10);
+  for (int h = 1; h < 8; ++h) {
+    idx = _mm256_sub_epi8(idx, k10);
+    f = _mm256_xor_si256(f, _mm256_shuffle_epi8(fx[h], idx));
+  }
+  // The NaN code: F = 0xFF (with its sign, fp16 0xFF80: a NaN).
+  f = _mm256_or_si256(f, _mm256_cmpeq_epi8(code, _mm256_set1_epi8(static_cast<char>(H8::kNaNCode))));
+  const __m256i sign = _mm256_set1_epi16(static_cast<short>(0x8000));
+  const __m256i e = _mm256_or_si256(
+      _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(f, 7), _mm256_set1_epi16(0x7F80)),
+                      _mm256_and_si256(l, _mm256_set1_epi16(0x007F))),
+      _mm256_and_si256(_mm256_slli_epi16(code, 8), sign));
+  const __m256i o = _mm256_or_si256(
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(f, 1), _mm256_set1_epi16(0x7F80)),
+                      _mm256_srli_epi16(l, 8)),
+      _mm256_and_si256(code, sign));
+  CvtEvenOdd256(e, o, v);
+}
+
+// bf16 round to nearest even in the upper 16 bits.
+HWY_INLINE __m256i RoundBF16x8(__m256 v) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), odd);
+}
+
+template <DType OUT, bool kEO>
+HWY_INLINE void Store256(__m256* v, void* HWY_RESTRICT out, std::size_t i) {
+  // NaN sums (rare): canonical NaN.
+  const __m256 n01 = _mm256_or_ps(_mm256_cmp_ps(v[0], v[0], _CMP_UNORD_Q), _mm256_cmp_ps(v[1], v[1], _CMP_UNORD_Q));
+  const __m256 n23 = _mm256_or_ps(_mm256_cmp_ps(v[2], v[2], _CMP_UNORD_Q), _mm256_cmp_ps(v[3], v[3], _CMP_UNORD_Q));
+  if (HWY_UNLIKELY(_mm256_movemask_ps(_mm256_or_ps(n01, n23)) != 0)) {
+    const __m256 canon = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kCanonicalNanF32)));
+    for (int r = 0; r < 4; ++r) v[r] = _mm256_blendv_ps(v[r], canon, _mm256_cmp_ps(v[r], v[r], _CMP_UNORD_Q));
+  }
+  if constexpr (OUT == DType::BFloat16) {
+    __m256i* o = reinterpret_cast<__m256i*>(static_cast<uint16_t*>(out) + i);
+    const __m256i r0 = RoundBF16x8(v[0]), r1 = RoundBF16x8(v[1]);
+    const __m256i r2 = RoundBF16x8(v[2]), r3 = RoundBF16x8(v[3]);
+    if constexpr (kEO) {
+      // Word 2j = upper word of r0[j] (even element), 2j+1 = upper word of r1[j].
+      _mm256_storeu_si256(o, _mm256_blend_epi16(_mm256_srli_epi32(r0, 16), r1, 0xAA));
+      _mm256_storeu_si256(o + 1, _mm256_blend_epi16(_mm256_srli_epi32(r2, 16), r3, 0xAA));
+    } else {
+      const __m256i p01 = _mm256_packus_epi32(_mm256_srli_epi32(r0, 16), _mm256_srli_epi32(r1, 16));
+      const __m256i p23 = _mm256_packus_epi32(_mm256_srli_epi32(r2, 16), _mm256_srli_epi32(r3, 16));
+      _mm256_storeu_si256(o, _mm256_permute4x64_epi64(p01, 0xD8));
+      _mm256_storeu_si256(o + 1, _mm256_permute4x64_epi64(p23, 0xD8));
+    }
+  } else {
+    if constexpr (kEO) {
+      for (int q = 0; q < 4; q += 2) {
+        const __m256 lo = _mm256_unpacklo_ps(v[q], v[q + 1]);  // elements 0-3 | 8-11 of the half
+        const __m256 hi = _mm256_unpackhi_ps(v[q], v[q + 1]);  // 4-7 | 12-15
+        v[q] = _mm256_permute2f128_ps(lo, hi, 0x20);
+        v[q + 1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+      }
+    }
+    if constexpr (OUT == DType::Float) {
+      float* o = static_cast<float*>(out) + i;
+      for (int r = 0; r < 4; ++r) _mm256_storeu_ps(o + 8 * r, v[r]);
+    } else {
+      uint16_t* o = static_cast<uint16_t*>(out) + i;
+      for (int r = 0; r < 4; ++r) {
+        const __m128i h = _mm256_cvtps_ph(v[r], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 8 * r), h);
+      }
+    }
+  }
+}
+
+// Elements [0, a.count) (a multiple of 32) of sources 0..n-1.
+template <DType X, DType OUT, int kN, bool kMX>
+HWY_NOINLINE void Reduce256(const ReduceArgs& a, const Tables& t) {
+  constexpr bool kEO = kEvenOdd256<X>;
+  const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
+  __m256i fx[8], lt = _mm256_setzero_si256();
+  if constexpr (X == DType::HiFloat8) {
+    for (int h = 0; h < 8; ++h) {
+      fx[h] = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.dec->fp16_fx + 16 * h)));
+    }
+    lt = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.dec->fp16_l)));
+  }
+  const uint8_t* const* HWY_RESTRICT x = a.x;
+  const uint8_t* const* HWY_RESTRICT sc = a.scales;
+  for (std::size_t i = 0; i < a.count; i += 32) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    for (std::size_t k = 0; k < n; ++k) {
+      float s;
+      if constexpr (kMX) {
+        s = t.e8m0[sc[k][i / 32]];
+      } else {
+        std::memcpy(&s, sc[k] + 4 * (i / 128), 4);
+      }
+      const uint8_t* HWY_RESTRICT p = x[k] + i;
+      __m256 d[4];
+      if constexpr (X == DType::Int8) {
+        for (int r = 0; r < 4; ++r) {
+          const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * r));
+          d[r] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+        }
+      } else {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        if constexpr (X == DType::Float8E5M2) {
+          static_assert(kE5ToF16Shift == 8);
+          CvtEvenOdd256(_mm256_slli_epi16(w, 8), _mm256_and_si256(w, _mm256_set1_epi16(-256)), d);
+        } else if constexpr (X == DType::HiFloat8) {
+          DecodeHiF8x32(w, fx, lt, d);
+        } else {  // E4M3FN: fold 2^8 into the scale where exact
+          const float f = s * kE4Fp16Factor;
+          if (HWY_LIKELY((std::isfinite(f) || !std::isfinite(s)) && !AnyE4M3NaN256(w))) {
+            DecodeE4M3Div256x32(w, d);
+            s = f;
+          } else {
+            DecodeE4M3Exactx32(w, d);
+          }
+        }
+      }
+      const __m256 sv = _mm256_set1_ps(s);
+      for (int r = 0; r < 4; ++r) acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d[r], sv));
+    }
+    Store256<OUT, kEO>(acc, a.out, i);
+  }
+}
+
+template <DType X, DType OUT, bool kMX>
+void Reduce256Sources(const ReduceArgs& a, const Tables& t) {
+  switch (a.nsrc) {
+    case 1: return Reduce256<X, OUT, 1, kMX>(a, t);
+    case 2: return Reduce256<X, OUT, 2, kMX>(a, t);
+    case 4: return Reduce256<X, OUT, 4, kMX>(a, t);
+    case 8: return Reduce256<X, OUT, 8, kMX>(a, t);
+    default: return Reduce256<X, OUT, 0, kMX>(a, t);
+  }
+}
+#endif  // AVX2
+
 template <DType X, DType OUT, int kV>
 void ReduceSources(const ReduceArgs& a, const Tables& t, float* scale, std::size_t g0,
                    std::size_t g1) {
@@ -747,6 +942,13 @@ void ReduceSteps(const ReduceArgs& a, const Tables& t, float* scale) {
     ReduceSources<X == DType::HiFloat8 ? DType::UInt8 : X, OUT, 1>(a, t, scale, end / g, groups);
   }
   (void)df;
+#elif HWY_TARGET == HWY_AVX2
+  (void)df, (void)groups, (void)scale;
+  if (t.e8m0 != nullptr) {
+    Reduce256Sources<X, OUT, true>(a, t);
+  } else {
+    Reduce256Sources<X, OUT, false>(a, t);
+  }
 #else
   if (4 * hn::Lanes(df) <= g) {
     ReduceSources<X, OUT, 4>(a, t, scale, 0, groups);
