@@ -460,6 +460,39 @@ TEST(SimdKernel, DecodesEveryCodeInEveryLane) {
   }
 }
 
+// Sums of signed zeros: codes +-0 (INT8: 0) times scales +-1, +-0, for n up to 8, every
+// lane pattern of signs; the sum starts at +0, so it is -0 never (SIMD == scalar == oracle).
+TEST(SimdKernel, SignedZeroSumsEveryTarget) {
+  std::mt19937 rng(7);
+  for (DType x : {DType::Int8, DType::Float8E4M3FN, DType::Float8E5M2}) {
+    for (int n : {1, 2, 3, 8}) {
+      const std::size_t count = 128 * 8;
+      std::vector<std::vector<uint8_t>> xb(n, std::vector<uint8_t>(count)), sb(n);
+      std::vector<const uint8_t*> xp, sp;
+      const uint32_t scales[4] = {0x3F800000u, 0xBF800000u, 0x00000000u, 0x80000000u};
+      for (int k = 0; k < n; ++k) {
+        for (auto& b : xb[k]) b = (rng() & 1) && x != DType::Int8 ? 0x80 : 0x00;
+        sb[k].resize(4 * count / 128);
+        for (std::size_t j = 0; j < count / 128; ++j) std::memcpy(&sb[k][4 * j], &scales[(j + k) % 4], 4);
+        xp.push_back(xb[k].data());
+        sp.push_back(sb[k].data());
+      }
+      for (DType o : {DType::Float, DType::Float16, DType::BFloat16}) {
+        ReduceArgs a{x, DType::Float, o, n, xp.data(), sp.data(), count, nullptr};
+        const auto want = reference(a);
+        ASSERT_EQ(run(qcoll::kernels::dequant_reduce_scalar, a), want);
+        for (const std::string& t : qcoll::kernels::dequant_reduce_simd_targets()) {
+          std::vector<uint8_t> got(want.size());
+          a.out = got.data();
+          ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
+          ASSERT_EQ(got, want) << t << " " << qcoll::dtype_name(x) << " n=" << n << " -> "
+                               << qcoll::dtype_name(o) << ": " << first_diff(got, want, qcoll::dtype_size(o));
+        }
+      }
+    }
+  }
+}
+
 // The output-cast edge values on every target.
 TEST(SimdKernel, OutputCastEdgeValuesEveryTarget) {
   const CastEdgeInputs in;

@@ -540,11 +540,14 @@ HWY_INLINE void DecodeHiF8Fp16x64(__m512i w, const Regs512& g, __m512* v) {
 }
 #endif
 
-// NaN -> canonical NaN (VFIXUPIMMPS: QNaN/SNaN tokens answer "destination", i.e. the
-// canonical NaN; every other class answers the source).
+// NaN -> canonical NaN, -0 -> +0, in one VFIXUPIMMPS (DAZ off: subnormals classify as
+// values): QNaN/SNaN tokens answer "destination" (the canonical NaN), ZERO answers +0,
+// every other class the source. The +0 is what lets the sum start at source 0 rather than
+// at 0 + source 0: (0 + d_0) + d_1 ... and d_0 + d_1 ... differ only in the sign of a
+// zero result, and the former is never -0.
 HWY_INLINE __m512 CanonicalNaN(__m512 v) {
   const __m512 canon = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
-  return _mm512_fixupimm_ps(canon, v, _mm512_set1_epi32(0x11111100), 0);
+  return _mm512_fixupimm_ps(canon, v, _mm512_set1_epi32(0x11111800), 0);
 }
 
 // bf16 round to nearest even in the upper 16 bits (the input is not NaN or canonical).
@@ -659,8 +662,7 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
   const uint8_t* const* HWY_RESTRICT x = a.x;
   const uint8_t* const* HWY_RESTRICT sc = a.scales;
   for (std::size_t i = 0; i < end; i += 64) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                     _mm512_setzero_ps()};
+    __m512 acc[4];  // from source 0 on (see CanonicalNaN for the 0 + d_0)
     for (std::size_t k = 0; k < n; ++k) {
       float s0, s1 = 0.0f;
       if constexpr (kMX) {
@@ -698,7 +700,10 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
 #endif
       __m512 sv[4];
       StepScales<O, kMX>(s0, s1, sv);
-      for (int r = 0; r < 4; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d[r], sv[r]));
+      for (int r = 0; r < 4; ++r) {
+        const __m512 term = _mm512_mul_ps(d[r], sv[r]);
+        acc[r] = k == 0 ? term : _mm512_add_ps(acc[r], term);
+      }
     }
     Store512<OUT, O>(acc, a.out, i);
   }
