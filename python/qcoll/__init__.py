@@ -2,11 +2,14 @@
 
 Python bindings over the C++ core: number formats (decode/encode), quantizers (KG, MX),
 and the operators quant_reduce_scatter / quant_all_reduce over groups of threads of this
-process (ThreadGroup, run_ranks) or MPI processes (qcoll.mpi, needs mpi4py).
+process (ThreadGroup, run_ranks), processes of one host joined by a unique id (UniqueId,
+init_comm) or MPI processes (qcoll.mpi, needs mpi4py); on a Stream the operators return a
+Work at once.
 """
 
 from . import _core
 from ._dtypes import DType, to_dtype
+from .comm import Comm, UniqueId, init_comm
 from .errors import (
     CommunicationError,
     Error,
@@ -18,6 +21,7 @@ from .formats import decode, encode, max_finite
 from .groups import ThreadGroup, run_ranks
 from .ops import quant_all_reduce, quant_reduce_scatter
 from .quant import default_hif8_target, dequantize, quantize_kg, quantize_mx
+from .streams import Stream, Work
 
 __version__ = "0.1.0"
 
@@ -30,6 +34,8 @@ __all__ = [
     "decode", "encode", "max_finite",
     "quantize_kg", "quantize_mx", "dequantize", "default_hif8_target",
     "ThreadGroup", "run_ranks",
+    "UniqueId", "Comm", "init_comm",
+    "Stream", "Work",
     "quant_reduce_scatter", "quant_all_reduce",
     "HAS_MPI",
 ]

@@ -63,6 +63,35 @@ class ThreadGroup:
         return f"ThreadGroup(name={self.name!r}, nranks={self.size})"
 
 
+class CoreGroup:
+    """A group over a communicator object of the extension (``self._comm``: rank, size,
+    destroy()) whose name is registered for this process (or thread)."""
+
+    name: str
+    _comm: Any
+
+    @property
+    def rank(self) -> int:
+        return self._comm.rank
+
+    @property
+    def size(self) -> int:
+        return self._comm.size
+
+    def destroy(self) -> None:
+        """Unregisters the name and releases the communicator (never waits for peers)."""
+        self._comm.destroy()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, rank={self.rank}, size={self.size})"
+
+
 def group_name(group: Any) -> Optional[str]:
     """The name an operator resolves: a str as it is, or the ``name`` of a group object."""
     if group is None or isinstance(group, str):

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from . import _core
 from .errors import invalid
+from .groups import CoreGroup
 
 
 def available() -> bool:
@@ -30,7 +31,7 @@ def available() -> bool:
     return True
 
 
-class MpiGroup:
+class MpiGroup(CoreGroup):
     """A qcoll communicator over an mpi4py communicator (collective to create: every rank
     of ``comm`` calls it with the same ``name``). The name is registered for the process."""
 
@@ -46,14 +47,6 @@ class MpiGroup:
         self.name = name
 
     @property
-    def rank(self) -> int:
-        return self._comm.rank
-
-    @property
-    def size(self) -> int:
-        return self._comm.size
-
-    @property
     def transport(self) -> str:
         """"shm" (one host) or "mpi"."""
         return self._comm.transport
@@ -66,15 +59,6 @@ class MpiGroup:
         """Unregisters the name and releases the communicator (not collective; before
         MPI is finalised)."""
         self._comm.destroy()
-
-    def __enter__(self) -> "MpiGroup":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.destroy()
-
-    def __repr__(self) -> str:
-        return f"MpiGroup(name={self.name!r})"
 
 
 def world(name: Optional[str] = None) -> MpiGroup:

@@ -12,6 +12,7 @@ from . import _core
 from ._arrays import Bits, bits_of, input_dtype, result
 from ._dtypes import DType, optional_dtype
 from .groups import group_name
+from .streams import Stream, Work
 
 
 def _input(a: Any, explicit: Any, param: str, hint: str) -> tuple[Optional[Bits], int]:
@@ -22,7 +23,7 @@ def _input(a: Any, explicit: Any, param: str, hint: str) -> tuple[Optional[Bits]
     return b, int(input_dtype(b, explicit, f"{param}_dtype", param, hint))
 
 
-def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype):
+def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype, stream=None):
     xb, xt = _input(x, x_dtype, "x", "e.g. 'hifloat8'")
     sb, st = _input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'")
     ot = optional_dtype(output_dtype, "output_dtype")
@@ -42,12 +43,20 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
                 shape = tuple(want)
     out = np.zeros(shape, np.dtype({1: np.uint8, 2: np.uint16, 4: np.float32}[ot.itemsize]))
     fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
-    fn(None if xb is None else xb.raw, xt, None if sb is None else sb.raw, st, name, reduce_op, out, int(ot))
-    return result(out, ot, xb is not None and xb.is_torch)
+    xr = None if xb is None else xb.raw
+    sr = None if sb is None else sb.raw
+    if stream is None:
+        fn(xr, xt, sr, st, name, reduce_op, out, int(ot))
+        return result(out, ot, xb is not None and xb.is_torch)
+    if not isinstance(stream, Stream):
+        raise invalid(f"stream: expected a qcoll.Stream or None, got {type(stream).__name__}")
+    # Enqueued: the stream keeps x, scales and out alive until a synchronize covered the call.
+    fn(xr, xt, sr, st, name, reduce_op, out, int(ot), stream._s, (x, scales, xr, sr, out))
+    return Work(stream, result(out, ot, xb is not None and xb.is_torch))
 
 
 def quant_reduce_scatter(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,
-                         x_dtype=None, scales_dtype=None):
+                         x_dtype=None, scales_dtype=None, stream: Optional[Stream] = None):
     """QuantReduceScatter: rank r gets, for its row block r, the fp32 sum over ranks 0..n-1
     (in that order) of decode(x_k) * scale_k, cast to ``output_dtype`` (default bfloat16).
 
@@ -56,12 +65,14 @@ def quant_reduce_scatter(x, scales, group, *, reduce_op: str = "sum", output_dty
     (BS, H/64, 2) (MX; uint8 + ``scales_dtype="float8_e8m0"`` also accepted).
     ``group``: a group name or object joined by the calling thread/process.
     Returns a (BS/n, H) array (a torch tensor for a torch x). Raises qcoll.Error.
+    ``stream``: a :class:`qcoll.Stream`: the call is enqueued and a :class:`qcoll.Work` is
+    returned at once; its ``wait()`` gives the array (or raises the call's failure).
     """
-    return _run("rs", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype)
+    return _run("rs", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype, stream)
 
 
 def quant_all_reduce(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,
-                     x_dtype=None, scales_dtype=None):
+                     x_dtype=None, scales_dtype=None, stream: Optional[Stream] = None):
     """QuantAllReduce: every rank gets the full reduction, of x's shape (see
-    :func:`quant_reduce_scatter` for the arguments)."""
-    return _run("ar", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype)
+    :func:`quant_reduce_scatter` for the arguments, ``stream`` included)."""
+    return _run("ar", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype, stream)

@@ -8,6 +8,7 @@ NB_MODULE(_core, m) {
   bind_status_error(m);
   bind_formats(m);
   bind_quant(m);
+  bind_comm(m);  // before bind_ops: the operators take a Stream
   bind_ops(m);
   bind_contract(m);
 #ifdef QCOLL_PY_HAVE_MPI

@@ -18,6 +18,7 @@
 #include "qcoll/qcoll.h"
 #include "qcoll/qcoll.hpp"
 #include "status_error.hpp"
+#include "stream_binding.hpp"
 
 namespace qcoll::python {
 namespace {
@@ -98,16 +99,20 @@ using PhaseOne = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const c
                                  qcollTensor*, uint64_t*, qcollOpExecutor**);
 using PhaseTwo = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
 
+// On a stream, phase two enqueues: the workspace and `keep` (the arrays the call uses) stay
+// with the stream until a synchronize covered the call.
 void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, int32_t x_dtype,
                   const std::optional<AnyArray>& scales, int32_t scales_dtype,
                   const std::optional<std::string>& group, const std::optional<std::string>& reduce_op,
-                  const std::optional<AnyArray>& out, int32_t out_dtype) {
+                  const std::optional<AnyArray>& out, int32_t out_dtype, Stream* stream, nb::object keep) {
   TensorHandle tx, ts, to;
   describe(x, x_dtype, "x", tx);
   describe(scales, scales_dtype, "scales", ts);
   describe(out, out_dtype, "output", to);
   const char* g = group ? group->c_str() : nullptr;
   const char* op = reduce_op ? reduce_op->c_str() : nullptr;
+  const qcollStream s = stream ? stream->live() : nullptr;
+  auto workspace = std::make_unique<std::vector<uint8_t>>();
   qcollStatus status;
   {
     nb::gil_scoped_release unlocked;
@@ -115,11 +120,16 @@ void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, 
     qcollOpExecutor* exec = nullptr;
     status = one(tx.t, ts.t, g, op, to.t, &ws_size, &exec);
     if (status == QCOLL_SUCCESS) {
-      std::vector<uint8_t> workspace(ws_size);
-      status = two(ws_size ? workspace.data() : nullptr, ws_size, exec, nullptr);
+      workspace->resize(ws_size);
+      status = two(ws_size ? workspace->data() : nullptr, ws_size, exec, s);
     }
   }
   throw_if_failed(status);
+  if (stream) {
+    auto* ws = workspace.release();
+    nb::capsule owner(ws, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+    stream->keep(nb::make_tuple(keep, owner));
+  }
 }
 
 }  // namespace
@@ -147,12 +157,14 @@ void bind_ops(nb::module_& m) {
           [one, two](const std::optional<AnyArray>& x, int32_t x_dtype, const std::optional<AnyArray>& scales,
                      int32_t scales_dtype, const std::optional<std::string>& group,
                      const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out,
-                     int32_t out_dtype) {
-            run_operator(one, two, x, x_dtype, scales, scales_dtype, group, reduce_op, out, out_dtype);
+                     int32_t out_dtype, Stream* stream, nb::object keep) {
+            run_operator(one, two, x, x_dtype, scales, scales_dtype, group, reduce_op, out, out_dtype, stream,
+                         std::move(keep));
           },
           nb::arg("x").noconvert().none(), nb::arg("x_dtype"), nb::arg("scales").noconvert().none(),
           nb::arg("scales_dtype"), nb::arg("group").none(), nb::arg("reduce_op").none(),
-          nb::arg("out").noconvert().none(), nb::arg("out_dtype"));
+          nb::arg("out").noconvert().none(), nb::arg("out_dtype"), nb::arg("stream").none() = nb::none(),
+          nb::arg("keep").none() = nb::none());
   };
   def_op("quant_reduce_scatter", &qcollQuantReduceScatterGetWorkspaceSize, &qcollQuantReduceScatter);
   def_op("quant_all_reduce", &qcollQuantAllReduceGetWorkspaceSize, &qcollQuantAllReduce);

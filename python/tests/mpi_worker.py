@@ -9,7 +9,7 @@ from mpi4py import MPI
 
 import qcoll
 import qcoll.mpi
-from reference import E8M0, cast_output, reduce_rows
+from reference import cast_output, random_rank_inputs, reduce_rows
 
 H = 1024
 comm = MPI.COMM_WORLD
@@ -27,11 +27,7 @@ with qcoll.mpi.MpiGroup(comm, "py-mpi") as g:
                                              ("hifloat8", "float", "float16"),
                                              ("float8_e4m3fn", "float8_e8m0", "float")]:
         rows = 2 * n
-        xs = [rng.integers(1, 0x70, size=(rows, H), dtype=np.uint8) for _ in range(n)]
-        if scales_dtype == "float":
-            ss = [rng.random((rows, H // 128)).astype(np.float32) for _ in range(n)]
-        else:
-            ss = [rng.integers(100, 150, size=(rows, H // 64, 2), dtype=np.uint8).view(E8M0) for _ in range(n)]
+        xs, ss = random_rank_inputs(rng, n, rows, H, scales_dtype)
         for op in ("rs", "ar"):
             fn = qcoll.quant_reduce_scatter if op == "rs" else qcoll.quant_all_reduce
             out = fn(xs[rank], ss[rank], g, output_dtype=out_dtype, x_dtype=x_dtype)

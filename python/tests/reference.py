@@ -128,3 +128,15 @@ def reduce_rows(xs, ss, x_dtype, scales_dtype, rows: slice, h: int) -> np.ndarra
         d = decode(x2, x_dtype)[rows] * expand_scales(s, scales_dtype, nrows, h)[rows]
         acc = (np.zeros_like(d) + d) if acc is None else (acc + d)
     return acc
+
+
+def random_rank_inputs(rng, n: int, rows: int, h: int, scales_dtype: str):
+    """Inputs of n ranks for the process tests: x codes 0x01..0x6F as uint8 (valid in every x
+    format), scales fp32 in [0, 1) (KG) or E8M0 exponents 2^-27..2^22 (MX)."""
+    xs = [rng.integers(1, 0x70, size=(rows, h), dtype=np.uint8) for _ in range(n)]
+    if scales_dtype == "float":
+        ss = [rng.random((rows, h // 128)).astype(np.float32) for _ in range(n)]
+    else:
+        ss = [rng.integers(100, 150, size=(rows, h // 64, 2), dtype=np.uint8).view(E8M0) for _ in range(n)]
+    return xs, ss
+

@@ -109,11 +109,10 @@ struct Rendezvous {
     return "rank " + std::to_string(m.hello.rank) + " (pid " + std::to_string(m.pid) + ")";
   }
 
+  // Connections that have not said Hello yet stay: they get late_message.
   void over(int32_t code, std::string message) {
     phase = Phase::Over;
-    for (Fresh& f : fresh) close_fd(f.fd);
     for (Member& m : members) close_fd(m.fd);
-    fresh.clear();
     members.clear();
     late_code = code;
     late_message = std::move(message);
@@ -434,7 +433,6 @@ class Service {
         continue;
       }
       rv.on_hello(f, h);
-      if (rv.phase == Rendezvous::Phase::Over) return;
     }
     for (std::size_t i = 0; i < rv.members.size() && rv.phase != Rendezvous::Phase::Over; ++i)
       if (is_ready(rv.members[i].fd)) rv.on_member(i);
