@@ -11,6 +11,7 @@ import numpy as np
 from . import _core
 from ._arrays import Bits, bits_of, input_dtype, result
 from ._dtypes import DType, optional_dtype
+from .errors import invalid
 from .groups import group_name
 from .streams import Stream, Work
 
