@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -137,6 +138,134 @@ TEST_F(CliBench, MpiRanksTimeQcollAndPeers) {
   EXPECT_NE(r.out.find("mpi-fp32"), std::string::npos) << r.out;
   check_rows(read_json("m.json"), 2, "shm|mpi", true);
 #endif
+}
+
+// --input: one row per (operator, input, mode), each naming its input; thread ranks have no
+// peers, so nothing is compared.
+TEST_F(CliBench, InputsQuantizedBf16Fp32) {
+  RunResult r = run("", std::string("bench --ranks 2 ") + kTiny + " --input quantized,bf16,fp32 --json t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| reduce-scatter | 64 x 1024 | 2 | threads | kg-int8 | bf16 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("quantize then operate"), std::string::npos) << "float input must be labelled:\n" << r.out;
+  nlohmann::json j = read_json("t.json");
+  ASSERT_EQ(j["rows"].size(), 12u) << "2 operators x 3 inputs x 2 modes";
+  std::map<std::string, int> per_input;
+  for (const auto& row : j["rows"]) {
+    SCOPED_TRACE(row.dump());
+    per_input[row["input"].get<std::string>()]++;
+    EXPECT_GT(row["qcoll_s"].get<double>(), 0.0);
+    EXPECT_GT(row["quant_s"].get<double>(), 0.0);
+    EXPECT_TRUE(row["peers"].empty());
+    EXPECT_TRUE(row["fastest_peer"].is_null());
+  }
+  EXPECT_EQ(per_input, (std::map<std::string, int>{{"bf16", 4}, {"fp32", 4}, {"quantized", 4}}));
+  r = run("", std::string("bench --ranks 2 ") + kTiny + " --input fp16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--input: expected quantized, bf16 or fp32, got 'fp16'"), std::string::npos) << r.err;
+  r = run("", std::string("bench --ranks 2 ") + kTiny + " --peers mpi,nccl");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--peers: expected mpi, oneccl or gloo, got 'nccl'"), std::string::npos) << r.err;
+}
+
+// Under mpirun: every peer family asked for is either timed (its -fp32 and -bf16 peers in
+// every row) or reported as unavailable with a reason; never an error. The oneCCL plugin is
+// pointed at a file that does not exist, so it must be unavailable. Every row's fastest peer
+// is the fastest of the peers its input is compared with (any for pre-quantized input, the
+// fp32 peers for fp32 input).
+TEST_F(CliBench, AbsentPeersAreUnavailableNotAnError) {
+#ifndef QCOLL_HAVE_MPI
+  GTEST_SKIP() << "built without MPI";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
+  RunResult r = run("env QCOLL_CCL_PEER=/nonexistent/libqcoll_ccl_peer.so mpirun --allow-run-as-root --oversubscribe "
+                    "--mca btl_vader_single_copy_mechanism none -x QCOLL_CCL_PEER -np 2",
+                    std::string("bench ") + kTiny + " --input quantized,fp32 --peers mpi,oneccl,gloo --json m.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("peer oneccl: unavailable: cannot load /nonexistent/libqcoll_ccl_peer.so"), std::string::npos)
+      << r.out;
+  nlohmann::json j = read_json("m.json");
+  const auto& unavailable = j["meta"]["peers_unavailable"];
+  ASSERT_TRUE(unavailable.contains("oneccl")) << j["meta"].dump(1);
+  ASSERT_EQ(j["rows"].size(), 8u);
+  for (const auto& row : j["rows"]) {
+    SCOPED_TRACE(row.dump());
+    std::map<std::string, double> times;
+    for (const auto& p : row["peers"]) {
+      EXPECT_GT(p["s"].get<double>(), 0.0);
+      times[p["name"].get<std::string>()] = p["s"].get<double>();
+    }
+    EXPECT_TRUE(times.count("mpi-fp32") && times.count("mpi-bf16"));
+    EXPECT_FALSE(times.count("oneccl-fp32") || times.count("oneccl-bf16"));
+    const bool gloo = times.count("gloo-fp32") && times.count("gloo-bf16");
+    EXPECT_TRUE(gloo != unavailable.contains("gloo")) << "gloo must be timed or unavailable";
+    if (unavailable.contains("gloo")) {
+      EXPECT_FALSE(unavailable["gloo"].get<std::string>().empty());
+    }
+    const bool fp32 = row["input"].get<std::string>() == "fp32";
+    std::string best;
+    for (const auto& [name, s] : times)
+      if ((!fp32 || name.find("-fp32") != std::string::npos) && (best.empty() || s < times[best])) best = name;
+    EXPECT_EQ(row["fastest_peer"].get<std::string>(), best);
+    EXPECT_DOUBLE_EQ(row["speedup_vs_fastest_peer"].get<double>(), times[best] / row["qcoll_s"].get<double>());
+  }
+#endif
+}
+
+// The plugin peers themselves (oneCCL; torch gloo), where bench/install_peers.sh has
+// installed them (not in CI): timed in every row, their results agree with the MPI fp32
+// peer's.
+TEST_F(CliBench, PluginPeersWhereInstalled) {
+#ifndef QCOLL_HAVE_MPI
+  GTEST_SKIP() << "built without MPI";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
+  const char* home = std::getenv("HOME");
+  const std::string dir = std::string(home ? home : "") + "/.local/qcoll-peers/lib/";
+  int tested = 0;
+  for (const auto& [family, file] : {std::pair<std::string, std::string>{"oneccl", "libqcoll_ccl_peer.so"},
+                                     {"gloo", "libqcoll_gloo_peer.so"}}) {
+    SCOPED_TRACE(family);
+    const std::string plugin = dir + file;
+    if (!fs::exists(plugin)) continue;
+    ++tested;
+    RunResult r = run("mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2",
+                      std::string("bench ") + kTiny + " --peers mpi," + family + " --" +
+                          (family == "oneccl" ? "ccl" : "gloo") + "-peer '" + plugin + "' --json c.json");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    nlohmann::json j = read_json("c.json");
+    EXPECT_FALSE(j["meta"]["peers_unavailable"].contains(family)) << j["meta"].dump(1);
+    check_rows(j, 2, "shm|mpi", true);
+    for (const auto& row : j["rows"]) {
+      SCOPED_TRACE(row.dump());
+      int found = 0;
+      for (const auto& p : row["peers"]) {
+        const std::string name = p["name"].get<std::string>();
+        if (name.rfind(family + "-", 0) != 0) continue;
+        ++found;
+        EXPECT_GT(p["s"].get<double>(), 0.0);
+        // Against the MPI fp32 result: fp32 sums (n=2: one addition, the same), bf16 input
+        // and output rounding.
+        EXPECT_LT(p["rel_err"].get<double>(), name == family + "-fp32" ? 1e-6 : 1e-2);
+      }
+      EXPECT_EQ(found, 2);
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "no peer plugin in " << dir << " (bench/install_peers.sh)";
+#endif
+}
+
+// Result files of earlier versions (MPI peers as fp32_s / bf16_s) still merge.
+TEST_F(CliBench, ReadsEarlierResultFiles) {
+  std::ofstream(dir_ / "old.json") << R"({"format": "qcoll-bench-1", "meta": {}, "rows": [{"op": "reduce-scatter",
+      "bs": 64, "h": 1024, "n": 2, "transport": "shm", "mode": "kg-int8", "qcoll_s": 0.001, "fp32_s": 0.004,
+      "bf16_s": 0.002, "bf16_rel_err": 0.003, "quant_s": 0.0005, "qcoll_rel_err": 0.02, "logical_bytes": 262144,
+      "wire_bytes_qcoll": 1, "wire_bytes_fp32": 1, "wire_bytes_bf16": 1}]})";
+  RunResult r = run("", "bench --from-json old.json --json new.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| kg-int8 | quantized | 1.000 | 4.000 | 2.000 | mpi-bf16 | 2.00 |"), std::string::npos) << r.out;
+  nlohmann::json j = read_json("new.json");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["speedup_vs_fp32"].get<double>(), 4.0);
+  EXPECT_EQ(j["rows"][0]["fastest_peer"], "mpi-bf16");
 }
 
 TEST_F(CliBench, MergesResultsAndPlots) {

@@ -1,14 +1,22 @@
 // The reference collectives ("peers") that `qcoll bench` times beside qcoll's operators, on
-// the same ranks. A peer reduces 16- or 32-bit float data with a plain sum:
-//   mpi-fp32, mpi-bf16  MPI_Reduce_scatter_block / MPI_Allreduce on MPI_COMM_WORLD, fp32
-//                       (MPI_FLOAT, MPI_SUM) and bf16 (a user-defined sum: each pair added
-//                       in fp32 and rounded back to bf16, to nearest even). MPI builds only.
+// the same ranks (one per process, under mpirun). Each reduces fp32 or bf16 data with a sum:
+//   mpi-fp32, mpi-bf16        MPI_Reduce_scatter_block / MPI_Allreduce on MPI_COMM_WORLD:
+//                             MPI_FLOAT + MPI_SUM, and bf16 with a user-defined sum (each
+//                             pair added in fp32, rounded back to bf16 to nearest even);
+//   oneccl-fp32, oneccl-bf16  Intel oneCCL's reduce_scatter / allreduce, loaded at run time
+//                             through a plugin (tools/peer_plugin.h) that
+//                             bench/install_peers.sh builds; absent: unavailable;
+//   gloo-fp32, gloo-bf16      torch's c10d::ProcessGroupGloo, through a plugin that
+//                             bench/install_peers.sh builds when torch is importable;
+//                             absent: unavailable.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "qcoll/dtype.hpp"
 
@@ -29,8 +37,28 @@ class Peer {
 // inout[i] = bf16(float(in[i]) + float(inout[i])) for i < count: the 16-bit MPI peer's sum.
 void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
 
-// The two MPI peers (fp32, bf16). Create after MPI_Init, destroy before MPI_Finalize.
-// Throws CliError(Argument) in a build without MPI.
-std::vector<std::unique_ptr<Peer>> make_mpi_peers();
+// The peer families `qcoll bench --peers` accepts.
+inline constexpr const char* kPeerFamilies[] = {"mpi", "oneccl", "gloo"};
+
+struct PeerSet {
+  std::vector<std::unique_ptr<Peer>> peers;  // in the order fp32 before bf16 per family
+  nlohmann::ordered_json unavailable = nlohmann::ordered_json::object();  // family -> why
+  nlohmann::ordered_json info = nlohmann::ordered_json::object();  // family -> version, settings
+};
+
+// Where the plugins are; empty: the default path of the family.
+struct PluginPaths {
+  std::string oneccl, gloo;
+};
+
+// The peers of the families in `families` that can run on these MPI_COMM_WORLD ranks
+// (collective: every process calls it; MPI initialised). A family that cannot run is
+// recorded in `unavailable` with the reason, the same on every rank. Throws
+// CliError(Argument) in a build without MPI.
+PeerSet make_peers(const std::vector<std::string>& families, const PluginPaths& paths);
+
+// The default path of a plugin family's shared object: $QCOLL_CCL_PEER / $QCOLL_GLOO_PEER,
+// else $QCOLL_PEERS_DIR (default ~/.local/qcoll-peers)/lib/libqcoll_{ccl,gloo}_peer.so.
+std::string default_plugin_path(const std::string& family);
 
 }  // namespace qcoll::cli

@@ -33,6 +33,14 @@ std::vector<double> nums(const nlohmann::json& j, const char* key) {
   return v;
 }
 
+const char* kLegacyFp32 = "mpi-fp32";
+const char* kLegacyBf16 = "mpi-bf16";
+
+double peer_s(const BenchRow& r, const char* name) {
+  const PeerTime* p = r.peer(name);
+  return p ? p->s : kNaN;
+}
+
 nlohmann::json row_json(const BenchRow& r) {
   nlohmann::json j;
   j["op"] = r.op;
@@ -41,31 +49,44 @@ nlohmann::json row_json(const BenchRow& r) {
   j["n"] = r.n;
   j["transport"] = r.transport;
   j["mode"] = r.mode;
+  j["input"] = r.input;
   j["out_dtype"] = r.out_dtype;
   j["label"] = r.label;
   j["link_bits_per_s"] = r.link_bits_per_s;
   j["qcoll_s"] = r.qcoll_s;
-  j["fp32_s"] = r.fp32_s;
-  j["bf16_s"] = r.bf16_s;
   j["qcoll_samples"] = r.qcoll_samples;
-  j["fp32_samples"] = r.fp32_samples;
-  j["bf16_samples"] = r.bf16_samples;
   j["quant_s"] = r.quant_s;
   j["qcoll_rel_err"] = r.qcoll_rel_err;
-  j["bf16_rel_err"] = r.bf16_rel_err;
+  j["peers"] = nlohmann::json::array();
+  for (const PeerTime& p : r.peers)
+    j["peers"].push_back({{"name", p.name}, {"input", p.input}, {"s", p.s}, {"samples", p.samples}, {"rel_err", p.rel_err}});
+  // The MPI peers under the names of earlier versions (null where not measured).
+  const PeerTime* f = r.peer(kLegacyFp32);
+  const PeerTime* b = r.peer(kLegacyBf16);
+  j["fp32_s"] = f ? f->s : kNaN;
+  j["bf16_s"] = b ? b->s : kNaN;
+  j["fp32_samples"] = f ? f->samples : std::vector<double>{};
+  j["bf16_samples"] = b ? b->samples : std::vector<double>{};
+  j["bf16_rel_err"] = b ? b->rel_err : kNaN;
   j["logical_bytes"] = r.logical_bytes;
   j["wire_bytes_qcoll"] = r.wire_qcoll;
   j["wire_bytes_fp32"] = r.wire_fp32;
   j["wire_bytes_bf16"] = r.wire_bf16;
   // Derived, for readers of the file (ignored when read back).
-  j["speedup_vs_fp32"] = r.speedup_fp32();
-  j["speedup_vs_bf16"] = r.speedup_bf16();
+  const PeerTime* fastest = r.fastest_peer();
+  j["fastest_peer"] = fastest ? nlohmann::json(fastest->name) : nlohmann::json(nullptr);
+  j["speedup_vs_fastest_peer"] = r.speedup(fastest);
+  j["speedup_vs"] = nlohmann::json::object();
+  for (const PeerTime& p : r.peers) j["speedup_vs"][p.name] = r.speedup(&p);
+  j["speedup_vs_fp32"] = r.speedup(f);
+  j["speedup_vs_bf16"] = r.speedup(b);
   j["logical_gb_per_s"] = r.logical_bytes / r.qcoll_s / 1e9;
   j["ps_per_logical_byte"] = r.qcoll_s / r.logical_bytes * 1e12;
   if (r.link_bits_per_s > 0) {
     j["qcoll_over_wire_bound"] = r.over_bound(r.qcoll_s, r.wire_qcoll);
-    j["fp32_over_wire_bound"] = r.over_bound(r.fp32_s, r.wire_fp32);
-    j["bf16_over_wire_bound"] = r.over_bound(r.bf16_s, r.wire_bf16);
+    for (const PeerTime& p : r.peers) j["over_wire_bound"][p.name] = r.over_bound(p.s, r.wire(p));
+    j["fp32_over_wire_bound"] = r.over_bound(peer_s(r, kLegacyFp32), r.wire_fp32);
+    j["bf16_over_wire_bound"] = r.over_bound(peer_s(r, kLegacyBf16), r.wire_bf16);
   }
   return j;
 }
@@ -78,18 +99,24 @@ BenchRow row_from_json(const nlohmann::json& j) {
   r.n = j.at("n").get<int>();
   r.transport = j.value("transport", "");
   r.mode = j.at("mode").get<std::string>();
+  r.input = j.value("input", "quantized");
   r.out_dtype = j.value("out_dtype", "");
   r.label = j.value("label", "");
   r.link_bits_per_s = j.value("link_bits_per_s", 0.0);
   r.qcoll_s = num(j, "qcoll_s");
-  r.fp32_s = num(j, "fp32_s");
-  r.bf16_s = num(j, "bf16_s");
   r.qcoll_samples = nums(j, "qcoll_samples");
-  r.fp32_samples = nums(j, "fp32_samples");
-  r.bf16_samples = nums(j, "bf16_samples");
   r.quant_s = num(j, "quant_s");
   r.qcoll_rel_err = num(j, "qcoll_rel_err");
-  r.bf16_rel_err = num(j, "bf16_rel_err");
+  if (j.contains("peers")) {
+    for (const auto& p : j.at("peers"))
+      r.peers.push_back({p.at("name").get<std::string>(), p.at("input").get<std::string>(), num(p, "s"),
+                         nums(p, "samples"), num(p, "rel_err")});
+  } else {  // earlier versions: the MPI peers only
+    if (std::isfinite(num(j, "fp32_s")))
+      r.peers.push_back({kLegacyFp32, "fp32", num(j, "fp32_s"), nums(j, "fp32_samples"), 0.0});
+    if (std::isfinite(num(j, "bf16_s")))
+      r.peers.push_back({kLegacyBf16, "bf16", num(j, "bf16_s"), nums(j, "bf16_samples"), num(j, "bf16_rel_err")});
+  }
   r.logical_bytes = num(j, "logical_bytes");
   r.wire_qcoll = num(j, "wire_bytes_qcoll");
   r.wire_fp32 = num(j, "wire_bytes_fp32");
@@ -105,6 +132,23 @@ std::string fmt(const char* f, double v) {
 }
 
 }  // namespace
+
+const PeerTime* BenchRow::peer(const std::string& name) const {
+  for (const PeerTime& p : peers)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const PeerTime* BenchRow::fastest_peer() const {
+  const PeerTime* best = nullptr;
+  for (const PeerTime& p : peers) {
+    if (input != "quantized" && p.input != input) continue;
+    if (std::isfinite(p.s) && (best == nullptr || p.s < best->s)) best = &p;
+  }
+  return best;
+}
+
+double BenchRow::speedup(const PeerTime* p) const { return p ? p->s / qcoll_s : kNaN; }
 
 double BenchRow::over_bound(double t, double wire) const {
   if (!(link_bits_per_s > 0) || !(wire > 0)) return kNaN;
@@ -150,61 +194,104 @@ nlohmann::json merged_json(const std::vector<BenchRun>& runs) {
   return j;
 }
 
+// The names of the peers in any row, in the order first seen, and whether each reduces bf16.
+std::vector<std::pair<std::string, bool>> peer_columns(const std::vector<BenchRow>& rows) {
+  std::vector<std::pair<std::string, bool>> out;
+  for (const auto& r : rows)
+    for (const PeerTime& p : r.peers)
+      if (std::none_of(out.begin(), out.end(), [&](const auto& c) { return c.first == p.name; }))
+        out.emplace_back(p.name, p.input == "bf16");
+  return out;
+}
+
 std::string markdown_table(const std::vector<BenchRow>& rows) {
-  const bool peers = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return std::isfinite(r.fp32_s); });
+  const auto peers = peer_columns(rows);
   const bool shaped = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.link_bits_per_s > 0; });
   const bool labels = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.label.empty(); });
-  std::ostringstream o;
-  o << "| op | BS x H | n | transport |" << (labels ? " run |" : "") << " mode | qcoll ms |";
-  if (peers) o << " fp32 ms | bf16 ms | x fp32 | x bf16 |";
+  std::ostringstream o, rule;
+  o << "| op | BS x H | n | transport |" << (labels ? " run |" : "") << " mode | input | qcoll ms |";
+  rule << "|---|---|---|---|" << (labels ? "---|" : "") << "---|---|---:|";
+  for (const auto& [name, bf16] : peers) {
+    o << " " << name << " ms |";
+    rule << "---:|";
+  }
+  if (!peers.empty()) {
+    o << " fastest peer | x fastest |";
+    rule << "---|---:|";
+  }
   o << " GB/s | ps/B | quant ms |";
-  if (peers) o << " err qcoll | err bf16 |";
-  if (shaped) o << " qcoll/bound | fp32/bound | bf16/bound |";
-  o << "\n|---|---|---|---|" << (labels ? "---|" : "") << "---|---:|";
-  if (peers) o << "---:|---:|---:|---:|";
-  o << "---:|---:|---:|";
-  if (peers) o << "---:|---:|";
-  if (shaped) o << "---:|---:|---:|";
-  o << "\n";
+  rule << "---:|---:|---:|";
+  if (!peers.empty()) {
+    o << " err qcoll |";
+    rule << "---:|";
+    for (const auto& [name, bf16] : peers)
+      if (bf16) {
+        o << " err " << name << " |";
+        rule << "---:|";
+      }
+  }
+  if (shaped) {
+    o << " qcoll/bound |";
+    rule << "---:|";
+    for (const auto& [name, bf16] : peers) {
+      o << " " << name << "/bound |";
+      rule << "---:|";
+    }
+  }
+  o << "\n" << rule.str() << "\n";
   for (const auto& r : rows) {
     o << "| " << r.op << " | " << r.bs << " x " << r.h << " | " << r.n << " | " << r.transport << " | ";
     if (labels) o << r.label << " | ";
-    o << r.mode << " | " << fmt("%.3f", r.qcoll_s * 1e3) << " | ";
-    if (peers)
-      o << fmt("%.3f", r.fp32_s * 1e3) << " | " << fmt("%.3f", r.bf16_s * 1e3) << " | "
-        << fmt("%.2f", r.speedup_fp32()) << " | " << fmt("%.2f", r.speedup_bf16()) << " | ";
-    o << fmt("%.2f", r.logical_bytes / r.qcoll_s / 1e9) << " | " << fmt("%.1f", r.qcoll_s / r.logical_bytes * 1e12)
+    o << r.mode << " | " << r.input << " | " << fmt("%.3f", r.qcoll_s * 1e3) << " |";
+    for (const auto& c : peers) {
+      const PeerTime* p = r.peer(c.first);
+      o << " " << fmt("%.3f", p ? p->s * 1e3 : kNaN) << " |";
+    }
+    if (!peers.empty()) {
+      const PeerTime* f = r.fastest_peer();
+      o << " " << (f ? f->name : "-") << " | " << fmt("%.2f", r.speedup(f)) << " |";
+    }
+    o << " " << fmt("%.2f", r.logical_bytes / r.qcoll_s / 1e9) << " | " << fmt("%.1f", r.qcoll_s / r.logical_bytes * 1e12)
       << " | " << fmt("%.3f", r.quant_s * 1e3) << " |";
-    if (peers) o << " " << fmt("%.2e", r.qcoll_rel_err) << " | " << fmt("%.2e", r.bf16_rel_err) << " |";
-    if (shaped)
-      o << " " << fmt("%.2f", r.over_bound(r.qcoll_s, r.wire_qcoll)) << " | "
-        << fmt("%.2f", r.over_bound(r.fp32_s, r.wire_fp32)) << " | " << fmt("%.2f", r.over_bound(r.bf16_s, r.wire_bf16))
-        << " |";
+    if (!peers.empty()) {
+      o << " " << fmt("%.2e", r.qcoll_rel_err) << " |";
+      for (const auto& c : peers)
+        if (c.second) {
+          const PeerTime* p = r.peer(c.first);
+          o << " " << fmt("%.2e", p ? p->rel_err : kNaN) << " |";
+        }
+    }
+    if (shaped) {
+      o << " " << fmt("%.2f", r.over_bound(r.qcoll_s, r.wire_qcoll)) << " |";
+      for (const auto& c : peers) {
+        const PeerTime* p = r.peer(c.first);
+        o << " " << fmt("%.2f", p ? r.over_bound(p->s, r.wire(*p)) : kNaN) << " |";
+      }
+    }
     o << "\n";
   }
   return o.str();
 }
 
 void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
-  // Series: (op, mode, n, label) -> points (MiB, speedup vs fp32, speedup vs bf16).
-  using Key = std::tuple<std::string, std::string, int, std::string>;
+  // Series: (op, mode, input, n, label) -> points (MiB, speedup vs the fastest peer, GB/s).
+  using Key = std::tuple<std::string, std::string, std::string, int, std::string>;
   std::map<Key, std::vector<const BenchRow*>> series;
-  for (const auto& r : rows) series[{r.op, r.mode, r.n, r.label}].push_back(&r);
+  for (const auto& r : rows) series[{r.op, r.mode, r.input, r.n, r.label}].push_back(&r);
   const std::string dat = png + ".dat", gp = png + ".gp";
   std::ofstream d(dat);
   if (!d) throw CliError(ErrorKind::File, dat + ": cannot write");
-  d << "# MiB_per_rank speedup_vs_fp32 speedup_vs_bf16 BS H logical_GB/s\n";
+  d << "# MiB_per_rank speedup_vs_fastest_peer logical_GB/s BS H\n";
   std::vector<std::pair<Key, int>> index;  // gnuplot data block of each series
   int block = 0;
   std::set<std::string> modes;
   for (auto& [key, pts] : series) {
     std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->logical_bytes < b->logical_bytes; });
-    d << "# " << std::get<0>(key) << " " << std::get<1>(key) << " n=" << std::get<2>(key) << " " << std::get<3>(key)
-      << "\n";
+    d << "# " << std::get<0>(key) << " " << std::get<1>(key) << " " << std::get<2>(key) << " n=" << std::get<3>(key)
+      << " " << std::get<4>(key) << "\n";
     for (const BenchRow* p : pts)
-      d << p->logical_bytes / 1048576.0 << " " << fmt("%.4f", p->speedup_fp32()) << " "
-        << fmt("%.4f", p->speedup_bf16()) << " " << p->bs << " " << p->h << " "
-        << fmt("%.4f", p->logical_bytes / p->qcoll_s / 1e9) << "\n";
+      d << p->logical_bytes / 1048576.0 << " " << fmt("%.4f", p->speedup(p->fastest_peer())) << " "
+        << fmt("%.4f", p->logical_bytes / p->qcoll_s / 1e9) << " " << p->bs << " " << p->h << "\n";
     d << "\n\n";
     index.emplace_back(key, block++);
     modes.insert(std::get<1>(key));
@@ -214,51 +301,41 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
   for (const auto& m : modes) mode_color[m] = static_cast<int>(mode_color.size()) + 1;
   std::ofstream g(gp);
   if (!g) throw CliError(ErrorKind::File, gp + ": cannot write");
-  g << "set terminal pngcairo size 1600,1100 noenhanced font ',10'\n"
+  g << "set terminal pngcairo size 1600,700 noenhanced font ',10'\n"
     << "set output '" << png << "'\n"
     << "set datafile missing '-'\n"
     << "set logscale x 2\nset logscale y 2\nset grid\nset key outside right top font ',8'\n"
     << "set xlabel 'message size: fp32 logical input per rank (MiB)'\n";
   // Without peers (thread ranks) there is no speedup: plot qcoll's logical GB/s instead.
-  const bool have_peers =
-      std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return std::isfinite(r.speedup_fp32()); });
+  const bool have_peers = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.fastest_peer(); });
   if (have_peers)
-    g << "set multiplot layout 2,2 title 'qcoll speedup over MPI peers (time of peer / time of qcoll; >1: qcoll "
-         "faster)'\n";
+    g << "set multiplot layout 1,2 title 'qcoll speedup over the fastest peer of each row (peer time / qcoll "
+         "time; >1: qcoll faster)'\n";
   else
     g << "set multiplot layout 1,2 title 'qcoll throughput (peers not measured: thread ranks)'\n";
-  const char* ops[] = {"reduce-scatter", "all-reduce"};
-  const char* peers[] = {"fp32", "bf16"};
-  for (const char* op : ops) {
-    for (int pi = 0; pi < (have_peers ? 2 : 1); ++pi) {
-      if (have_peers)
-        g << "set title '" << op << ": vs MPI " << peers[pi] << "'\nset ylabel 'speedup'\n";
-      else
-        g << "set title '" << op << "'\nset ylabel 'GB/s of fp32 logical data'\n";
-      const int column = have_peers ? 2 + pi : 6;
-      std::string plot;
-      for (const auto& [key, blk] : index) {
-        if (std::get<0>(key) != op) continue;
-        if (!plot.empty()) plot += ", \\\n  ";
-        const int n = std::get<2>(key);
-        plot += "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) +
-                " with linespoints lc " + std::to_string(mode_color[std::get<1>(key)]) + " pt " +
-                std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
-                std::to_string(n == 2 ? 1 : n == 4 ? 2 : n == 8 ? 3 : 4) + " title '" + std::get<1>(key) +
-                " n=" + std::to_string(n) + (std::get<3>(key).empty() ? "" : " " + std::get<3>(key)) + "'";
-      }
-      if (plot.empty()) {
-        g << "set key off\nplot 1 title 'no data'\nset key on\n";
-      } else {
-        // The targets: >= 3x the fp32 peer, >= 1.5x the 16-bit peer.
-        const std::string target = pi == 0 ? "3" : "1.5";
-        g << "plot " << plot
-          << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle, " + target +
-                               " with lines lc 'red' dt 4 title 'target " + target + "x'"
-                         : "")
-          << "\n";
-      }
+  for (const char* op : {"reduce-scatter", "all-reduce"}) {
+    if (have_peers)
+      g << "set title '" << op << ": vs the fastest peer'\nset ylabel 'speedup'\n";
+    else
+      g << "set title '" << op << "'\nset ylabel 'GB/s of fp32 logical data'\n";
+    const int column = have_peers ? 2 : 3;
+    std::string plot;
+    for (const auto& [key, blk] : index) {
+      if (std::get<0>(key) != op) continue;
+      if (!plot.empty()) plot += ", \\\n  ";
+      const int n = std::get<3>(key);
+      const std::string& input = std::get<2>(key);
+      plot += "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) +
+              " with linespoints lc " + std::to_string(mode_color[std::get<1>(key)]) + " pt " +
+              std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
+              std::to_string(input == "quantized" ? 1 : input == "bf16" ? 2 : 3) + " title '" + std::get<1>(key) +
+              (input == "quantized" ? "" : " from " + input) + " n=" + std::to_string(n) +
+              (std::get<4>(key).empty() ? "" : " " + std::get<4>(key)) + "'";
     }
+    if (plot.empty())
+      g << "set key off\nplot 1 title 'no data'\nset key on\n";
+    else
+      g << "plot " << plot << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle" : "") << "\n";
   }
   g << "unset multiplot\n";
   g.close();

@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -51,12 +52,15 @@ struct BenchArgs {
   std::string sizes = "1024x5120,4096x5120,8192x8192";
   std::string ops = "reduce-scatter,all-reduce";
   std::string modes = "kg-int8,kg-hif8,kg-e4m3,kg-e5m2,mx-e4m3,mx-e5m2";
+  std::string inputs = "quantized";
   std::string out_dtype = "bfloat16";
   std::string transport = "auto";  // auto, mpi, threads
   int ranks = 0;                   // threads only
   int repeats = 3;
   int warmup = 1;
+  std::string peers = "mpi,oneccl,gloo";
   bool no_peers = false;
+  PluginPaths plugins;  // empty: default_plugin_path()
   uint64_t seed = 1;
   std::string label;
   double link_gbit = 0;
@@ -65,13 +69,22 @@ struct BenchArgs {
   bool quiet = false;
 };
 
+// qcoll's input in a row (bench_report.hpp kInputs).
+enum class Input { Quantized = 0, Bf16 = 1, Fp32 = 2 };
+const char* input_name(Input in) { return kInputs[static_cast<int>(in)]; }
+
 // The checked arguments of a run.
 struct BenchPlan {
   std::vector<Size> sizes;
   std::vector<const Mode*> modes;
   std::vector<Op> ops;
+  std::vector<Input> inputs;
+  std::vector<std::string> peer_families;  // empty: no peers
   DType out_dtype = DType::BFloat16;
   bool use_mpi = false;
+  bool needs_bf16() const {
+    return std::find(inputs.begin(), inputs.end(), Input::Bf16) != inputs.end() || !peer_families.empty();
+  }
 };
 
 std::string read_first_line(const char* path) {
@@ -83,11 +96,32 @@ std::string read_first_line(const char* path) {
 
 // One rank's input of one size, in every form a contender takes.
 struct RankInputs {
-  std::vector<float> act;                  // fp32 (the fp32 peers)
-  std::vector<uint16_t> act16;             // bf16 (the bf16 peers)
-  std::vector<quant::QuantizedTensor> q;   // per mode (qcoll)
-  std::vector<double> quant_s;             // per mode: quantizing, max over ranks
+  std::size_t rows = 0, H = 0;
+  std::vector<float> act;                 // fp32 (the fp32 peers; qcoll from fp32)
+  std::vector<uint16_t> act16;            // bf16 (the bf16 peers; qcoll from bf16)
+  std::vector<quant::QuantizedTensor> q;  // per mode: made before timing (qcoll, pre-quantized)
+  std::vector<double> quant_s[3];         // [Input][mode]: quantizing from that input, max over ranks
+  // Where the float-input rows quantize to: rows*H bytes of x and rows*H/32 bytes of scales,
+  // the size of both modes' scales (H/128 fp32 = H/32 E8M0 bytes per row).
+  std::vector<uint8_t> scratch_q, scratch_s;
 };
+
+// Quantizes rank input `in` (fp32 or bf16) in mode m into x and scales buffers (the public
+// quantizers).
+Status quantize_into(const Mode& m, Input in, const RankInputs& x, uint8_t* q, void* scales) {
+  const bool bf16 = in == Input::Bf16;
+  const void* src = bf16 ? static_cast<const void*>(x.act16.data()) : x.act.data();
+  bool ok;
+  if (m.mx())
+    ok = bf16 ? quant::quantize_mx_bf16(x.act16.data(), x.rows, x.H, m.x, q, static_cast<uint8_t*>(scales))
+              : quant::quantize_mx(x.act.data(), x.rows, x.H, m.x, q, static_cast<uint8_t*>(scales));
+  else
+    ok = bf16 ? quant::quantize_kg_bf16(x.act16.data(), x.rows, x.H, m.x, q, static_cast<float*>(scales))
+              : quant::quantize_kg(x.act.data(), x.rows, x.H, m.x, q, static_cast<float*>(scales));
+  if (ok) return Status::Ok();
+  Status st = quant::check_quantize_args(src, x.rows, x.H, m.x, m.scales, q, scales);
+  return st.ok() ? Status::Error(StatusCode::InnerError, "the quantizer failed") : st;
+}
 
 // One contender's timed rounds and the error of its result.
 struct Timings {
@@ -125,6 +159,11 @@ struct RankJob {
     return v[0];
   }
 
+  static int32_t status_of(const Status& st, std::string& why) {
+    why = st.message;
+    return static_cast<int32_t>(st.code);
+  }
+
   // Relative RMS error of `got` against the fp32 result `ref` over all ranks' outputs.
   double rel_err(int rank, DType t, const uint8_t* got, const float* ref, std::size_t count) {
     ErrorAccumulator acc;
@@ -136,58 +175,84 @@ struct RankJob {
 
   void run(int rank, int n, const std::string& group) {
     for (const Size& sz : plan.sizes) {
-      const RankInputs in = make_inputs(rank, sz);
+      RankInputs in = make_inputs(rank, sz);
       for (Op op : plan.ops) run_op(rank, n, group, sz, in, op);
     }
   }
 
   RankInputs make_inputs(int rank, const Size& sz) {
-    const std::size_t BS = static_cast<std::size_t>(sz.bs), H = static_cast<std::size_t>(sz.h);
-    ActivationSpec spec;
-    spec.rows = BS;
-    spec.hidden = H;
-    spec.seed = args.seed;
     RankInputs in;
+    in.rows = static_cast<std::size_t>(sz.bs);
+    in.H = static_cast<std::size_t>(sz.h);
+    ActivationSpec spec;
+    spec.rows = in.rows;
+    spec.hidden = in.H;
+    spec.seed = args.seed;
     in.act = make_activations(spec, rank);
-    in.q.resize(plan.modes.size());
-    for (std::size_t m = 0; m < plan.modes.size(); ++m) {
-      const Mode& mode = *plan.modes[m];
-      in.quant_s.push_back(timed(
-          rank,
-          [&](std::string& why) {
-            Status st = quant::quantize(in.act.data(), BS, H, mode.x, mode.scales, in.q[m]);
-            why = st.message;
-            return static_cast<int32_t>(st.code);
-          },
-          std::string("quantize ") + mode.name));
-    }
-    if (!peers.empty()) {
+    if (plan.needs_bf16()) {
       in.act16.resize(in.act.size());
       for (std::size_t i = 0; i < in.act.size(); ++i) in.act16[i] = formats::encode_bfloat16(in.act[i]);
     }
+    in.scratch_q.resize(in.act.size());
+    in.scratch_s.resize(in.act.size() / contract::kMxGroup);
+    in.q.resize(plan.modes.size());
+    for (std::size_t m = 0; m < plan.modes.size(); ++m) {
+      const Mode& mode = *plan.modes[m];
+      // The pre-quantized input (untimed; timed() makes every rank fail alike).
+      timed(rank, [&](std::string& w) { return status_of(quant::quantize(in.act.data(), in.rows, in.H, mode.x, mode.scales, in.q[m]), w); },
+            std::string("quantize ") + mode.name);
+      for (Input from : {Input::Fp32, Input::Bf16}) {
+        if (from == Input::Bf16 && in.act16.empty()) continue;
+        in.quant_s[static_cast<int>(from)].push_back(timed(
+            rank, [&](std::string& w) { return status_of(quantize_into(mode, from, in, in.scratch_q.data(), in.scratch_s.data()), w); },
+            std::string("quantize ") + mode.name + " from " + input_name(from)));
+      }
+    }
+    in.quant_s[static_cast<int>(Input::Quantized)] = in.quant_s[static_cast<int>(Input::Fp32)];
     return in;
   }
 
-  // Interleaved rounds of one operator: every peer, then qcoll in every mode.
-  void run_op(int rank, int n, const std::string& group, const Size& sz, const RankInputs& in, Op op) {
+  // One qcoll call of a row: the operator on x quantized before timing, or from a float
+  // tensor: quantize, then the operator.
+  // FUSED HOOK: when the fused operators exist (qcollQuantizeReduceScatter /
+  // qcollQuantizeAllReduce, issue 13 item 3), the float-input rows call them here, on the
+  // float tensor, instead of quantize_into + calls_f; the rows' qcoll_path becomes "fused".
+  int32_t qcoll_call(Input in, const Mode& mode, RankInputs& x, PreparedCall& pre, PreparedCall& from_float,
+                     const std::string& group, std::string& why) {
+    if (in != Input::Quantized)
+      if (int32_t st = status_of(quantize_into(mode, in, x, x.scratch_q.data(), x.scratch_s.data()), why)) return st;
+    CallResult r = (in == Input::Quantized ? pre : from_float).run(group);
+    why = r.message;
+    return r.status;
+  }
+
+  // Interleaved rounds of one operator: every peer, then qcoll for every input and mode.
+  void run_op(int rank, int n, const std::string& group, const Size& sz, RankInputs& in, Op op) {
     const bool rs = op == Op::ReduceScatter;
     const std::size_t count = in.act.size(), out_count = rs ? count / static_cast<std::size_t>(n) : count;
     const std::vector<int64_t> x_shape = {sz.bs, sz.h};
     const std::vector<int64_t> out_shape = expected_output_shape(op, x_shape, n);
-    std::vector<float> ref(out_count);  // the fp32 peer's result: the reference of the errors
+    std::vector<float> ref(out_count);  // the first fp32 peer's result: the reference of the errors
+    const Peer* ref_peer = nullptr;
     std::vector<std::vector<uint8_t>> peer_out;
-    for (const auto& p : peers) peer_out.emplace_back(out_count * dtype_size(p->input()));
+    for (const auto& p : peers) {
+      peer_out.emplace_back(out_count * dtype_size(p->input()));
+      if (!ref_peer && p->input() == DType::Float) ref_peer = p.get();
+    }
     std::vector<uint8_t> qout(out_count * dtype_size(plan.out_dtype));
-    std::vector<PreparedCall> calls;
+    std::vector<PreparedCall> calls, calls_f;  // per mode: on in.q[m], and on the scratch buffers
     for (std::size_t m = 0; m < plan.modes.size(); ++m) {
       const Mode& mode = *plan.modes[m];
+      const std::vector<int64_t> s_shape = contract::scales_shape(mode.scales, x_shape);
+      const TensorArg out{plan.out_dtype, out_shape, qout.data()};
       calls.emplace_back(op, TensorArg{mode.x, x_shape, const_cast<uint8_t*>(in.q[m].q.data())},
-                         TensorArg{mode.scales, contract::scales_shape(mode.scales, x_shape),
-                                   const_cast<void*>(in.q[m].scales_data())},
-                         TensorArg{plan.out_dtype, out_shape, qout.data()});
+                         TensorArg{mode.scales, s_shape, const_cast<void*>(in.q[m].scales_data())}, out);
+      calls_f.emplace_back(op, TensorArg{mode.x, x_shape, in.scratch_q.data()},
+                           TensorArg{mode.scales, s_shape, in.scratch_s.data()}, out);
     }
 
-    std::vector<Timings> tp(peers.size()), tq(plan.modes.size());
+    std::vector<Timings> tp(peers.size());
+    std::vector<std::vector<Timings>> tq(plan.inputs.size(), std::vector<Timings>(plan.modes.size()));
     for (int round = 0; round < args.warmup + args.repeats; ++round) {
       const bool keep = round >= args.warmup;
       for (std::size_t p = 0; p < peers.size(); ++p) {
@@ -202,32 +267,31 @@ struct RankJob {
             },
             peer.name() + " peer");
         if (keep) tp[p].samples.push_back(t);
+        if (round == 0 && &peer == ref_peer) std::memcpy(ref.data(), peer_out[p].data(), out_count * sizeof(float));
       }
-      if (round == 0 && !peers.empty()) {
-        // peers[0] is the fp32 peer: its result is the reference of every error.
-        std::memcpy(ref.data(), peer_out[0].data(), out_count * sizeof(float));
+      if (round == 0 && ref_peer)
         for (std::size_t p = 0; p < peers.size(); ++p)
           tp[p].rel_err = rel_err(rank, peers[p]->input(), peer_out[p].data(), ref.data(), out_count);
-      }
-      for (std::size_t m = 0; m < plan.modes.size(); ++m) {
-        const double t = timed(
-            rank,
-            [&](std::string& why) {
-              CallResult r = calls[m].run(group);
-              why = r.message;
-              return r.status;
-            },
-            std::string("qcoll ") + command_name(op) + " " + plan.modes[m]->name);
-        if (keep) tq[m].samples.push_back(t);
-        if (round == 0 && !peers.empty()) tq[m].rel_err = rel_err(rank, plan.out_dtype, qout.data(), ref.data(), out_count);
+      for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+        const Input input = plan.inputs[i];
+        for (std::size_t m = 0; m < plan.modes.size(); ++m) {
+          const Mode& mode = *plan.modes[m];
+          const double t = timed(
+              rank, [&](std::string& why) { return qcoll_call(input, mode, in, calls[m], calls_f[m], group, why); },
+              std::string("qcoll ") + command_name(op) + " " + mode.name + " from " + input_name(input));
+          if (keep) tq[i][m].samples.push_back(t);
+          if (round == 0 && ref_peer) tq[i][m].rel_err = rel_err(rank, plan.out_dtype, qout.data(), ref.data(), out_count);
+        }
       }
     }
     if (rank == 0)
-      for (std::size_t m = 0; m < plan.modes.size(); ++m) rows.push_back(make_row(n, sz, op, m, in, tq[m], tp));
+      for (std::size_t i = 0; i < plan.inputs.size(); ++i)
+        for (std::size_t m = 0; m < plan.modes.size(); ++m)
+          rows.push_back(make_row(n, sz, op, plan.inputs[i], m, in, tq[i][m], tp));
   }
 
-  BenchRow make_row(int n, const Size& sz, Op op, std::size_t m, const RankInputs& in, const Timings& tq,
-                    const std::vector<Timings>& tp) const {
+  BenchRow make_row(int n, const Size& sz, Op op, Input input, std::size_t m, const RankInputs& in,
+                    const Timings& tq, const std::vector<Timings>& tp) const {
     const bool rs = op == Op::ReduceScatter;
     const double count = static_cast<double>(in.act.size());
     BenchRow r;
@@ -237,25 +301,18 @@ struct RankJob {
     r.n = n;
     r.transport = transport;
     r.mode = plan.modes[m]->name;
+    r.input = input_name(input);
     r.out_dtype = std::string(dtype_name(plan.out_dtype));
     r.label = args.label;
     r.link_bits_per_s = args.link_gbit * 1e9;
     r.qcoll_samples = tq.samples;
     r.qcoll_s = median(tq.samples);
     r.qcoll_rel_err = tq.rel_err;
-    r.quant_s = in.quant_s[m];
+    r.quant_s = in.quant_s[static_cast<int>(input)][m];
     r.logical_bytes = count * 4.0;
-    r.fp32_s = r.bf16_s = r.bf16_rel_err = kNaN;
-    for (std::size_t p = 0; p < peers.size(); ++p) {
-      if (peers[p]->input() == DType::Float) {
-        r.fp32_samples = tp[p].samples;
-        r.fp32_s = median(tp[p].samples);
-      } else {
-        r.bf16_samples = tp[p].samples;
-        r.bf16_s = median(tp[p].samples);
-        r.bf16_rel_err = tp[p].rel_err;
-      }
-    }
+    for (std::size_t p = 0; p < peers.size(); ++p)
+      r.peers.push_back({peers[p]->name(), peers[p]->input() == DType::Float ? "fp32" : "bf16", median(tp[p].samples),
+                         tp[p].samples, tp[p].rel_err});
     // Bytes each rank sends at least: a reduce-scatter sends (n-1)/n of its input; an
     // all-reduce as a reduce-scatter plus an all-gather sends that plus (n-1)/n of the
     // output. qcoll's all-gather moves its output dtype.
@@ -322,10 +379,19 @@ BenchPlan make_plan(const BenchArgs& args) {
   plan.sizes = parse_sizes("--sizes", args.sizes);
   plan.modes = parse_mode_list("--modes", args.modes);
   plan.ops = parse_op_list("--ops", args.ops);
+  for (const std::string& item : split_list(args.inputs)) {
+    const std::string in = parse_choice("--input", item, kInputs);
+    const Input v = in == "quantized" ? Input::Quantized : in == "bf16" ? Input::Bf16 : Input::Fp32;
+    if (std::find(plan.inputs.begin(), plan.inputs.end(), v) == plan.inputs.end()) plan.inputs.push_back(v);
+  }
+  if (plan.inputs.empty()) throw CliError(ErrorKind::Argument, "--input: no input given (quantized, bf16, fp32)");
+  if (!args.no_peers && args.peers != "none")
+    for (const std::string& item : split_list(args.peers)) plan.peer_families.push_back(parse_choice("--peers", item, kPeerFamilies));
   plan.out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
   static constexpr const char* kTransports[] = {"auto", "mpi", "threads"};
   const std::string t = parse_choice("--transport", args.transport, kTransports);
   plan.use_mpi = t == "mpi" || (t == "auto" && launched_by_mpi() && mpi_available());
+  if (!plan.use_mpi) plan.peer_families.clear();  // the peers run one rank per process
   if (!plan.use_mpi && args.ranks == 0)
     throw CliError(ErrorKind::Argument, "--ranks is required with thread ranks (not started by mpirun)");
   return plan;
@@ -373,14 +439,20 @@ int bench_command(const BenchArgs& args) {
         throw CliError(ErrorKind::Argument, "--sizes: BS " + std::to_string(s.bs) + " is not a multiple of the " +
                                                 std::to_string(n) + " ranks");
     std::unique_ptr<RankSync> sync = plan.use_mpi ? make_mpi_sync() : make_thread_sync(n);
-    std::vector<std::unique_ptr<Peer>> peers;
-    if (plan.use_mpi && !args.no_peers) peers = make_mpi_peers();
-    RankJob job{args, plan, runner->transport(), *sync, peers, {}, {}, {}, 0};
+    PeerSet peer_set;
+    if (!plan.peer_families.empty()) peer_set = make_peers(plan.peer_families, args.plugins);
+    RankJob job{args, plan, runner->transport(), *sync, peer_set.peers, {}, {}, {}, 0};
     run_ranks(*runner, job);
     meta["loadavg_after"] = read_first_line("/proc/loadavg");
     meta["ranks"] = n;
     meta["transport"] = runner->transport();
-    meta["peers"] = peers.empty() ? "skipped" : "mpi-fp32, mpi-bf16 (MPI_Reduce_scatter_block / MPI_Allreduce)";
+    std::string names;
+    for (const auto& p : peer_set.peers) names += (names.empty() ? "" : ", ") + p->name();
+    meta["peers"] = names.empty() ? std::string("skipped") : names;
+    meta["peers_unavailable"] = peer_set.unavailable;
+    meta["peer_info"] = peer_set.info;
+    meta["inputs"] = args.inputs;
+    meta["float_input_path"] = "quantize then operate (the public quantizers, then the quantized operator; no fused operator yet)";
     meta["kernel"] = qcollKernelTarget();
     meta["repeats"] = args.repeats;
     meta["warmup"] = args.warmup;
@@ -391,11 +463,15 @@ int bench_command(const BenchArgs& args) {
     if (runner->local_ranks().front() != 0) return 0;  // only the process of rank 0 reports
   }
   if (!args.quiet) {
-    std::printf("qcoll bench: %d ranks (%s), %s, median of %d after %d warm-up; kernel %s; load %s -> %s\n",
+    std::printf("qcoll bench: %d ranks (%s), peers: %s; median of %d after %d warm-up; kernel %s; load %s -> %s\n",
                 meta["ranks"].get<int>(), meta["transport"].get<std::string>().c_str(),
                 meta["peers"].get<std::string>().c_str(), args.repeats, args.warmup,
                 meta["kernel"].get<std::string>().c_str(), meta["loadavg_before"].get<std::string>().c_str(),
                 meta["loadavg_after"].get<std::string>().c_str());
+    for (const auto& [family, why] : meta["peers_unavailable"].items())
+      std::printf("  peer %s: unavailable: %s\n", family.c_str(), why.get<std::string>().c_str());
+    if (plan.inputs.size() > 1 || plan.inputs.front() != Input::Quantized)
+      std::printf("  qcoll from bf16/fp32 input: %s\n", meta["float_input_path"].get<std::string>().c_str());
   }
   write_outputs(args, runs);
   return 0;
@@ -403,7 +479,7 @@ int bench_command(const BenchArgs& args) {
 
 const CommandRegistrar reg([](CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
-      "bench", "Time the operators end to end against MPI peers (run under mpirun; or --ranks N for thread ranks)");
+      "bench", "Time the operators end to end against MPI and oneCCL peers (run under mpirun; or --ranks N for thread ranks)");
   auto a = std::make_shared<BenchArgs>();
   sub->add_option("--sizes", a->sizes, "Comma-separated BSxH sizes of x on every rank")->capture_default_str();
   sub->add_option("--ops", a->ops, "Operators: reduce-scatter, all-reduce")->capture_default_str();
@@ -416,7 +492,17 @@ const CommandRegistrar reg([](CLI::App& app) {
   sub->add_option("--ranks,-n", a->ranks, "Thread ranks (2, 4 or 8) when not under mpirun");
   sub->add_option("--repeats", a->repeats, "Timed rounds; the median is reported")->capture_default_str();
   sub->add_option("--warmup", a->warmup, "Untimed rounds first")->capture_default_str();
-  sub->add_flag("--no-peers", a->no_peers, "Skip the MPI fp32/bf16 peers");
+  sub->add_option("--input", a->inputs,
+                  "qcoll's input: quantized (x quantized before timing), bf16, fp32 (quantize then operate); a comma "
+                  "list")
+      ->capture_default_str();
+  sub->add_option("--peers", a->peers,
+                  "Peers under mpirun: mpi, oneccl, gloo (the last two installed by bench/install_peers.sh); a comma "
+                  "list, or none; one that cannot run is reported as unavailable")
+      ->capture_default_str();
+  sub->add_flag("--no-peers", a->no_peers, "Skip the peers (--peers none)");
+  sub->add_option("--ccl-peer", a->plugins.oneccl, "The oneCCL plugin (default: " + default_plugin_path("oneccl") + ")");
+  sub->add_option("--gloo-peer", a->plugins.gloo, "The torch gloo plugin (default: " + default_plugin_path("gloo") + ")");
   sub->add_option("--seed", a->seed, "Seed of the synthetic activations")->capture_default_str();
   sub->add_option("--label", a->label, "Free text stored with every row (e.g. 'shaped 1gbit')");
   sub->add_option("--link-gbit", a->link_gbit,
