@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end benchmark of qcoll against the MPI peers for n in {2, 4, 8} ranks: one
+# End-to-end benchmark of qcoll against its peers (MPI, and oneCCL / torch gloo where
+# bench/install_peers.sh installed them) for n in {2, 4, 8} ranks: one
 # `mpirun -np N qcoll bench` per n (every rank one process, qcoll and the peers on the same
 # ranks and cores), then the runs merged into one JSON, one markdown table and one PNG plot.
 #
