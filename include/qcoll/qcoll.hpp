@@ -9,6 +9,8 @@
 //
 // Every operator call is collective: all ranks of the group make the same call. Errors
 // throw qcoll::Error (code + message); the try_ variants return a qcoll::Status instead.
+// Processes (or threads) of one host without MPI: qcoll::UniqueId + qcoll::Comm. Launching
+// on a stream and synchronizing later: qcoll::Stream (docs/api.md §bootstrap, §streams).
 #pragma once
 #include <array>
 #include <chrono>
