@@ -404,40 +404,22 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // ---- AVX-512: 64 elements per step, four __m512 in a decode-chosen lane order ----------
+//
+// Decoders and the store are structs whose constructors build their constants once, before
+// the step loop, and pass them through Opaque(): the compiler then keeps them in registers
+// instead of re-materializing each broadcast in the loop (mov + vpbroadcast: 2 uops, one
+// on port 5, per constant per use).
+
+template <class V>
+HWY_INLINE V Opaque(V v) {
+  asm("" : "+v"(v));
+  return v;
+}
+HWY_INLINE __m512i Bytes(int b) { return Opaque(_mm512_set1_epi8(static_cast<char>(b))); }
+HWY_INLINE __m512i Words(int w) { return Opaque(_mm512_set1_epi16(static_cast<short>(w))); }
+HWY_INLINE __m512i Dwords(uint32_t d) { return Opaque(_mm512_set1_epi32(static_cast<int>(d))); }
 
 enum class Order { kNatural, kEvenOdd, kMod4 };
-
-template <DType X>
-constexpr Order kOrder512 =
-    X == DType::Int8 ? Order::kNatural
-    : (HWY_TARGET == HWY_AVX3_DL && X != DType::Float8E5M2) ? Order::kMod4
-                                                            : Order::kEvenOdd;
-
-// Table registers of one call (AVX3_DL: top_hi halves, top_lo halves; AVX3 HiF8: fp16
-// words 0-31, 32-63, 64-95, 96-127).
-struct Regs512 {
-  __m512i t0, t1, t2, t3;
-};
-
-template <DType X>
-HWY_INLINE Regs512 LoadRegs512(const Tables& t) {
-  Regs512 r{};
-  if constexpr (X == DType::Float8E4M3FN || X == DType::HiFloat8) {
-    if constexpr (HWY_TARGET == HWY_AVX3_DL) {
-      r.t0 = _mm512_load_si512(t.dec->top_hi);
-      r.t1 = _mm512_load_si512(t.dec->top_hi + 64);
-      r.t2 = _mm512_load_si512(t.dec->top_lo);
-      r.t3 = _mm512_load_si512(t.dec->top_lo + 64);
-    } else if constexpr (X == DType::HiFloat8) {
-      r.t0 = _mm512_load_si512(t.dec->fp16);
-      r.t1 = _mm512_load_si512(t.dec->fp16 + 32);
-      r.t2 = _mm512_load_si512(t.dec->fp16 + 64);
-      r.t3 = _mm512_load_si512(t.dec->fp16 + 96);
-    }
-  }
-  (void)t;
-  return r;
-}
 
 // fp16 bits of the even (e) and odd (o) codes of a 64-code block -> EvenOdd fp32 vectors.
 HWY_INLINE void CvtEvenOdd(__m512i e, __m512i o, __m512* v) {
@@ -447,121 +429,146 @@ HWY_INLINE void CvtEvenOdd(__m512i e, __m512i o, __m512* v) {
   v[3] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(o, 1));
 }
 
-HWY_INLINE void DecodeInt8x64(const uint8_t* HWY_RESTRICT p, __m512* v) {
-  for (int r = 0; r < 4; ++r) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * r));
-    v[r] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+// A decoder: Decode(p, s0, s1, v) writes the 64 values at p (times any factor it folds into
+// the scales s0, s1, which it may change) to v[0..3] in lane order kOrder.
+template <DType X, int kTarget = HWY_TARGET>
+struct Decoder512;
+
+template <int kTarget>
+struct Decoder512<DType::Int8, kTarget> {
+  static constexpr Order kOrder = Order::kNatural;
+  explicit Decoder512(const Tables&) {}
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, float&, __m512* v) const {
+    for (int r = 0; r < 4; ++r) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * r));
+      v[r] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+    }
   }
-}
+};
 
-// E5M2: the code is the upper byte of an fp16.
-HWY_INLINE void DecodeE5M2x64(__m512i w, __m512* v) {
-  static_assert(kE5ToF16Shift == 8);  // the odd codes already sit in the upper bytes
-  CvtEvenOdd(_mm512_slli_epi16(w, 8), _mm512_and_si512(w, _mm512_set1_epi16(-256)), v);
-}
-
-// E4M3FN -> fp16 bits of value / 2^8 (exact, NaN codes give +-1.875 / 2^8... see callers).
-HWY_INLINE void DecodeE4M3Div256x64(__m512i w, __m512* v) {
-  const __m512i m = _mm512_set1_epi16(static_cast<short>(kE4Fp16Mask));
-  const __m512i e = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(w, 8), 8 - kE4ToF16Shift), m);
-  const __m512i o = _mm512_and_si512(_mm512_srai_epi16(w, 8 - kE4ToF16Shift), m);
-  CvtEvenOdd(e, o, v);
-}
-
-// Whether any code of the block is an E4M3FN NaN (0x7F or 0xFF): (code + 1) & 0x7F == 0.
-HWY_INLINE bool AnyE4M3NaN(__m512i w) {
-  const __m512i c1 = _mm512_add_epi8(w, _mm512_set1_epi8(1));
-  return _mm512_testn_epi8_mask(c1, _mm512_set1_epi8(E4::kAbsMask)) != 0;
-}
-
-// E4M3FN exact values from the value/2^8 decode: times 2^8 (exact: the results are at most
-// 448) and the NaN lanes set.
-HWY_INLINE void DecodeE4M3Exactx64(__m512i w, __m512* v) {
-  DecodeE4M3Div256x64(w, v);
-  const __m512 k256 = _mm512_set1_ps(kE4Fp16Factor);
-  const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
-  const __m512i nan_lo = _mm512_set1_epi16(E4::kNaNCode);
-  const __m512i nan_hi = _mm512_set1_epi16(static_cast<short>(E4::kNaNCode << 8));
-  const __mmask32 ne = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, nan_lo), nan_lo);
-  const __mmask32 no = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, nan_hi), nan_hi);
-  const __mmask16 lane_masks[4] = {static_cast<__mmask16>(ne), static_cast<__mmask16>(no),
-                                   static_cast<__mmask16>(ne >> 16), static_cast<__mmask16>(no >> 16)};
-  for (int r = 0; r < 4; ++r) {
-    v[r] = _mm512_mask_mov_ps(_mm512_mul_ps(v[r], k256), lane_masks[r], nan);
+// E5M2: 64 codes read as 32 words; w << 8 and w & 0xFF00 are the fp16 bits of the even and
+// odd codes (the code is the upper byte of an fp16).
+template <int kTarget>
+struct Decoder512<DType::Float8E5M2, kTarget> {
+  static constexpr Order kOrder = Order::kEvenOdd;
+  static_assert(kE5ToF16Shift == 8);
+  __m512i upper_byte = Words(0xFF00);
+  explicit Decoder512(const Tables&) {}
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, float&, __m512* v) const {
+    const __m512i w = _mm512_loadu_si512(p);
+    CvtEvenOdd(_mm512_slli_epi16(w, 8), _mm512_and_si512(w, upper_byte), v);
   }
-}
+};
 
 #if HWY_TARGET == HWY_AVX3_DL
-// E4M3FN / HiFloat8 by the fp32 upper-byte tables (VPERMI2B uses index bits 0-6, i.e. the
-// magnitude), Mod4 order.
+// E4M3FN / HiFloat8 by the fp32 upper-byte tables: VPERMI2B indexes 128 bytes with bits
+// 0-6 of the code (the magnitude); the sign is or-ed in; the (hi, lo) byte pairs become the
+// upper words of fp32 lanes by shifts and bit-selects (Mod4 order).
 template <DType X>
-HWY_INLINE void DecodeTop16x64(__m512i code, const Regs512& g, __m512* v) {
-  __m512i hi = _mm512_permutex2var_epi8(g.t0, code, g.t1);
-  __m512i lo = _mm512_permutex2var_epi8(g.t2, code, g.t3);
-  hi = _mm512_ternarylogic_epi32(hi, code, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // hi | (code & 0x80)
-  if constexpr (X == DType::HiFloat8) {
-    // 0x80 is NaN (its magnitude 0 gave -0): quiet NaN 0x7FC0.
-    const __mmask64 nan = _mm512_cmpeq_epi8_mask(code, _mm512_set1_epi8(static_cast<char>(H8::kNaNCode)));
-    hi = _mm512_mask_mov_epi8(hi, nan, _mm512_set1_epi8(0x7F));
-    lo = _mm512_mask_mov_epi8(lo, nan, _mm512_set1_epi8(static_cast<char>(0xC0)));
+struct Top16Decoder {
+  static constexpr Order kOrder = Order::kMod4;
+  __m512i hi0, hi1, lo0, lo1;
+  __m512i sign = Bytes(0x80), low_byte = Words(0x00FF), high_word = Dwords(0xFFFF0000u);
+  __m512i nan_hi = Bytes(0x7F), nan_lo = Bytes(0xC0);  // HiF8: the quiet NaN 0x7FC0
+  explicit Top16Decoder(const Tables& t)
+      : hi0(_mm512_load_si512(t.dec->top_hi)), hi1(_mm512_load_si512(t.dec->top_hi + 64)),
+        lo0(_mm512_load_si512(t.dec->top_lo)), lo1(_mm512_load_si512(t.dec->top_lo + 64)) {}
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, float&, __m512* v) const {
+    const __m512i code = _mm512_loadu_si512(p);
+    __m512i hi = _mm512_permutex2var_epi8(hi0, code, hi1);
+    __m512i lo = _mm512_permutex2var_epi8(lo0, code, lo1);
+    hi = _mm512_ternarylogic_epi32(hi, code, sign, 0xF8);  // hi | (code & 0x80)
+    if constexpr (X == DType::HiFloat8) {
+      // H8::kNaNCode (magnitude 0) gave -0: the quiet NaN instead.
+      const __mmask64 nan = _mm512_cmpeq_epi8_mask(code, sign);
+      hi = _mm512_mask_mov_epi8(hi, nan, nan_hi);
+      lo = _mm512_mask_mov_epi8(lo, nan, nan_lo);
+    }
+    // Words (hi << 8 | lo) of the even and odd codes: bit-select (0xD8: c ? b : a) by 0x00FF.
+    const __m512i we = _mm512_ternarylogic_epi32(_mm512_slli_epi16(hi, 8), lo, low_byte, 0xD8);
+    const __m512i wo = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi16(lo, 8), low_byte, 0xD8);
+    // Dword j of we holds the words of codes 4j and 4j+2; of wo, 4j+1 and 4j+3.
+    v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(we, 16));
+    v[1] = _mm512_castsi512_ps(_mm512_slli_epi32(wo, 16));
+    v[2] = _mm512_castsi512_ps(_mm512_and_si512(we, high_word));
+    v[3] = _mm512_castsi512_ps(_mm512_and_si512(wo, high_word));
   }
-  // Words of (hi, lo) for the even and odd codes: bit-select (0xD8: c ? b : a) by 0x00FF.
-  const __m512i low_byte = _mm512_set1_epi16(0x00FF);
-  const __m512i we = _mm512_ternarylogic_epi32(_mm512_slli_epi16(hi, 8), lo, low_byte, 0xD8);
-  const __m512i wo = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi16(lo, 8), low_byte, 0xD8);
-  // Dword j of we holds the words of codes 4j and 4j+2; of wo, 4j+1 and 4j+3.
-  const __m512i high_word = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-  v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(we, 16));
-  v[1] = _mm512_castsi512_ps(_mm512_slli_epi32(wo, 16));
-  v[2] = _mm512_castsi512_ps(_mm512_and_si512(we, high_word));
-  v[3] = _mm512_castsi512_ps(_mm512_and_si512(wo, high_word));
-}
+};
+template <>
+struct Decoder512<DType::Float8E4M3FN, HWY_AVX3_DL> : Top16Decoder<DType::Float8E4M3FN> {
+  using Top16Decoder::Top16Decoder;
+};
+template <>
+struct Decoder512<DType::HiFloat8, HWY_AVX3_DL> : Top16Decoder<DType::HiFloat8> {
+  using Top16Decoder::Top16Decoder;
+};
 #else
-// HiFloat8 by the fp16 word table: index bits 0-5 pick within a 64-entry half, bit 6 the
-// half (masked VPERMI2W: lanes outside the mask keep the index, so the second permute
-// reads the untouched indices of the first's unselected lanes).
-HWY_INLINE __m512i HiF8Fp16Words(__m512i idx, __mmask32 upper, const Regs512& g) {
-  const __m512i h = _mm512_mask2_permutex2var_epi16(g.t2, idx, upper, g.t3);
-  return _mm512_mask2_permutex2var_epi16(g.t0, h, static_cast<__mmask32>(~upper), g.t1);
-}
+// E4M3FN (AVX3): fp16 bits of value / 2^8 by shifts (s.eeee.mmm -> s.0eeee.mmm0000000,
+// subnormal codes included), F16C; the 2^8 folded into the scales when scale * 2^8 is exact
+// and the block has no NaN code, else value / 2^8 times 2^8 (exact) with the NaN lanes set.
+template <>
+struct Decoder512<DType::Float8E4M3FN, HWY_AVX3> {
+  static constexpr Order kOrder = Order::kEvenOdd;
+  __m512i mask = Words(kE4Fp16Mask), one = Bytes(1), abs = Bytes(E4::kAbsMask);
+  explicit Decoder512(const Tables&) {}
+  HWY_INLINE void Div256(__m512i w, __m512* v) const {
+    const __m512i e = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(w, 8), 8 - kE4ToF16Shift), mask);
+    const __m512i o = _mm512_and_si512(_mm512_srai_epi16(w, 8 - kE4ToF16Shift), mask);
+    CvtEvenOdd(e, o, v);
+  }
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float& s0, float& s1, __m512* v) const {
+    const __m512i w = _mm512_loadu_si512(p);
+    const float f0 = s0 * kE4Fp16Factor, f1 = s1 * kE4Fp16Factor;
+    const bool exact = (std::isfinite(f0) || !std::isfinite(s0)) && (std::isfinite(f1) || !std::isfinite(s1));
+    // A NaN code has every magnitude bit set: (code + 1) & abs == 0.
+    const bool nan = _mm512_testn_epi8_mask(_mm512_add_epi8(w, one), abs) != 0;
+    Div256(w, v);
+    if (HWY_LIKELY(exact && !nan)) {
+      s0 = f0;
+      s1 = f1;
+      return;
+    }
+    const __m512 k256 = _mm512_set1_ps(kE4Fp16Factor);
+    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
+    const __m512i nan_lo = _mm512_set1_epi16(E4::kNaNCode);
+    const __m512i nan_hi = _mm512_set1_epi16(static_cast<short>(E4::kNaNCode << 8));
+    const __mmask32 ne = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, nan_lo), nan_lo);
+    const __mmask32 no = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, nan_hi), nan_hi);
+    const __mmask16 lanes[4] = {static_cast<__mmask16>(ne), static_cast<__mmask16>(no),
+                                static_cast<__mmask16>(ne >> 16), static_cast<__mmask16>(no >> 16)};
+    for (int r = 0; r < 4; ++r) v[r] = _mm512_mask_mov_ps(_mm512_mul_ps(v[r], k256), lanes[r], qnan);
+  }
+};
 
-HWY_INLINE void DecodeHiF8Fp16x64(__m512i w, const Regs512& g, __m512* v) {
-  const __m512i wo = _mm512_srli_epi16(w, 8);
-  __m512i e = HiF8Fp16Words(w, _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x0040)), g);
-  __m512i o = HiF8Fp16Words(wo, _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x4000)), g);
-  const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
-  e = _mm512_ternarylogic_epi32(e, _mm512_slli_epi16(w, 8), sign, 0xF8);  // e | (code << 8 & sign)
-  o = _mm512_ternarylogic_epi32(o, w, sign, 0xF8);
-  // -0 arises only from the NaN code 0x80.
-  const __m512i nan16 = _mm512_set1_epi16(static_cast<short>(kCanonicalNanF16));
-  e = _mm512_mask_mov_epi16(e, _mm512_cmpeq_epi16_mask(e, sign), nan16);
-  o = _mm512_mask_mov_epi16(o, _mm512_cmpeq_epi16_mask(o, sign), nan16);
-  CvtEvenOdd(e, o, v);
-}
+// HiFloat8 (AVX3): fp16 bits from the 128-entry word table; index bits 0-5 pick within a
+// 64-entry half, bit 6 the half (masked VPERMI2W: lanes outside the mask keep the index, so
+// the second permute reads the untouched indices of the first's unselected lanes); sign
+// or-ed in; -0 (only from the NaN code) becomes NaN; F16C (EvenOdd).
+template <>
+struct Decoder512<DType::HiFloat8, HWY_AVX3> {
+  static constexpr Order kOrder = Order::kEvenOdd;
+  __m512i t0, t1, t2, t3;
+  __m512i bit6_lo = Words(0x0040), bit6_hi = Words(0x4000), sign = Words(0x8000);
+  __m512i nan16 = Words(kCanonicalNanF16);
+  explicit Decoder512(const Tables& t)
+      : t0(_mm512_load_si512(t.dec->fp16)), t1(_mm512_load_si512(t.dec->fp16 + 32)),
+        t2(_mm512_load_si512(t.dec->fp16 + 64)), t3(_mm512_load_si512(t.dec->fp16 + 96)) {}
+  HWY_INLINE __m512i Words16(__m512i idx, __mmask32 upper) const {
+    const __m512i h = _mm512_mask2_permutex2var_epi16(t2, idx, upper, t3);
+    return _mm512_mask2_permutex2var_epi16(t0, h, static_cast<__mmask32>(~upper), t1);
+  }
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, float&, __m512* v) const {
+    const __m512i w = _mm512_loadu_si512(p);
+    __m512i e = Words16(w, _mm512_test_epi16_mask(w, bit6_lo));
+    __m512i o = Words16(_mm512_srli_epi16(w, 8), _mm512_test_epi16_mask(w, bit6_hi));
+    e = _mm512_ternarylogic_epi32(e, _mm512_slli_epi16(w, 8), sign, 0xF8);  // e | (code << 8 & sign)
+    o = _mm512_ternarylogic_epi32(o, w, sign, 0xF8);
+    e = _mm512_mask_mov_epi16(e, _mm512_cmpeq_epi16_mask(e, sign), nan16);
+    o = _mm512_mask_mov_epi16(o, _mm512_cmpeq_epi16_mask(o, sign), nan16);
+    CvtEvenOdd(e, o, v);
+  }
+};
 #endif
-
-// NaN -> canonical NaN, -0 -> +0, in one VFIXUPIMMPS (DAZ off: subnormals classify as
-// values): QNaN/SNaN tokens answer "destination" (the canonical NaN), ZERO answers +0,
-// every other class the source. The +0 is what lets the sum start at source 0 rather than
-// at 0 + source 0: (0 + d_0) + d_1 ... and d_0 + d_1 ... differ only in the sign of a
-// zero result, and the former is never -0.
-HWY_INLINE __m512 CanonicalNaN(__m512 v) {
-  const __m512 canon = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kCanonicalNanF32)));
-  return _mm512_fixupimm_ps(canon, v, _mm512_set1_epi32(0x11111800), 0);
-}
-
-// bf16 round to nearest even in the upper 16 bits (the input is not NaN or canonical).
-HWY_INLINE __m512i RoundBF16(__m512 v) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  return _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), odd);
-}
-
-// (hi & 0xFFFF0000) | (lo >> 16): upper words of lo in the lower halves, of hi in the upper.
-HWY_INLINE __m512i UpperWords(__m512i lo, __m512i hi) {
-  return _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(lo, 16),
-                                   _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), 0xEC);
-}
 
 // Dword indices interleaving lanes 0-7 (Lo) or 8-15 (Hi) of two sources a, b (b = +16).
 HWY_INLINE __m512i InterleaveLo32() {
@@ -596,45 +603,67 @@ HWY_INLINE void ToNatural(__m512* v) {
   }
 }
 
+// Store of one step: NaN -> canonical NaN and -0 -> +0 in one VFIXUPIMMPS (DAZ off:
+// subnormals classify as values): QNaN/SNaN tokens answer "destination" (the canonical
+// NaN), ZERO answers +0, every other class the source. The +0 is what lets the sum start at
+// source 0 rather than at 0 + source 0: (0 + d_0) + d_1 ... and d_0 + d_1 ... differ only in
+// the sign of a zero result, and the former is never -0. Then bf16 by integer
+// round-to-nearest-even (bits + 0x7FFF + odd) and packing, fp16 by VCVTPS2PH.
 template <DType OUT, Order O>
-HWY_INLINE void Store512(__m512* v, void* HWY_RESTRICT out, std::size_t i) {
-  for (int r = 0; r < 4; ++r) v[r] = CanonicalNaN(v[r]);
-  if constexpr (OUT == DType::BFloat16) {
-    uint16_t* o = static_cast<uint16_t*>(out) + i;
-    const __m512i r0 = RoundBF16(v[0]), r1 = RoundBF16(v[1]);
-    const __m512i r2 = RoundBF16(v[2]), r3 = RoundBF16(v[3]);
-    __m512i lo, hi;
-    if constexpr (O == Order::kNatural) {
-      // Upper words of r0 then of r1 (word 2j+1 of each dword j).
-      const __m512i odd_words = _mm512_set_epi16(
-          63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
-          31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-      lo = _mm512_permutex2var_epi16(r0, odd_words, r1);
-      hi = _mm512_permutex2var_epi16(r2, odd_words, r3);
-    } else if constexpr (O == Order::kEvenOdd) {
-      lo = UpperWords(r0, r1);
-      hi = UpperWords(r2, r3);
-    } else {
-      const __m512i d01 = UpperWords(r0, r1), d23 = UpperWords(r2, r3);  // (4j, 4j+1), (4j+2, 4j+3)
-      lo = _mm512_permutex2var_epi32(d01, InterleaveLo32(), d23);
-      hi = _mm512_permutex2var_epi32(d01, InterleaveHi32(), d23);
-    }
-    _mm512_storeu_si512(o, lo);
-    _mm512_storeu_si512(o + 32, hi);
-  } else {
-    ToNatural<O>(v);
-    if constexpr (OUT == DType::Float) {
-      float* o = static_cast<float*>(out) + i;
-      for (int r = 0; r < 4; ++r) _mm512_storeu_ps(o + 16 * r, v[r]);
-    } else {
+struct Store512 {
+  __m512 canon = _mm512_castsi512_ps(Dwords(kCanonicalNanF32));
+  __m512i table = Dwords(0x11111800u), one = Dwords(1), half = Dwords(0x7FFF);
+  __m512i high_word = Dwords(0xFFFF0000u);
+  Store512() {}  // user-provided: an implicit one would be compiled without the target's ISA
+
+  HWY_INLINE __m512i RoundBF16(__m512 v) const {
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), one);
+    return _mm512_add_epi32(_mm512_add_epi32(bits, half), odd);
+  }
+  // (hi & 0xFFFF0000) | (lo >> 16): upper words of lo in the lower halves, of hi in the upper.
+  HWY_INLINE __m512i UpperWords(__m512i lo, __m512i hi) const {
+    return _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(lo, 16), high_word, 0xEC);
+  }
+  HWY_INLINE void operator()(__m512* v, void* HWY_RESTRICT out, std::size_t i) const {
+    for (int r = 0; r < 4; ++r) v[r] = _mm512_fixupimm_ps(canon, v[r], table, 0);
+    if constexpr (OUT == DType::BFloat16) {
       uint16_t* o = static_cast<uint16_t*>(out) + i;
-      for (int r = 0; r < 4; ++r) {
-        const __m256i h = _mm512_cvtps_ph(v[r], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 16 * r), h);
+      const __m512i r0 = RoundBF16(v[0]), r1 = RoundBF16(v[1]);
+      const __m512i r2 = RoundBF16(v[2]), r3 = RoundBF16(v[3]);
+      __m512i lo, hi;
+      if constexpr (O == Order::kNatural) {
+        // Upper words of r0 then of r1 (word 2j+1 of each dword j).
+        const __m512i odd_words = _mm512_set_epi16(
+            63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+            31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+        lo = _mm512_permutex2var_epi16(r0, odd_words, r1);
+        hi = _mm512_permutex2var_epi16(r2, odd_words, r3);
+      } else if constexpr (O == Order::kEvenOdd) {
+        lo = UpperWords(r0, r1);
+        hi = UpperWords(r2, r3);
+      } else {
+        const __m512i d01 = UpperWords(r0, r1), d23 = UpperWords(r2, r3);  // (4j, 4j+1), (4j+2, 4j+3)
+        lo = _mm512_permutex2var_epi32(d01, InterleaveLo32(), d23);
+        hi = _mm512_permutex2var_epi32(d01, InterleaveHi32(), d23);
+      }
+      _mm512_storeu_si512(o, lo);
+      _mm512_storeu_si512(o + 32, hi);
+    } else {
+      ToNatural<O>(v);
+      if constexpr (OUT == DType::Float) {
+        float* o = static_cast<float*>(out) + i;
+        for (int r = 0; r < 4; ++r) _mm512_storeu_ps(o + 16 * r, v[r]);
+      } else {
+        uint16_t* o = static_cast<uint16_t*>(out) + i;
+        for (int r = 0; r < 4; ++r) {
+          const __m256i h = _mm512_cvtps_ph(v[r], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 16 * r), h);
+        }
       }
     }
   }
-}
+};
 
 // The scale of each vector of a 64-element step (MX: elements 0-31 use group 2q, 32-63
 // group 2q+1; in Mod4 order each vector holds both halves).
@@ -655,49 +684,25 @@ HWY_INLINE void StepScales(float s0, float s1, __m512* sv) {
 // Elements [0, end) (end a multiple of 64) of sources 0..n-1.
 template <DType X, DType OUT, int kN, bool kMX>
 HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t end) {
-  constexpr Order O = kOrder512<X>;
+  const Decoder512<X> dec(t);
+  constexpr Order O = Decoder512<X>::kOrder;
+  const Store512<OUT, O> store;
   const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
-  const Regs512 g = LoadRegs512<X>(t);
-  (void)g;
   const uint8_t* const* HWY_RESTRICT x = a.x;
   const uint8_t* const* HWY_RESTRICT sc = a.scales;
   for (std::size_t i = 0; i < end; i += 64) {
-    __m512 acc[4];  // from source 0 on (see CanonicalNaN for the 0 + d_0)
+    __m512 acc[4];  // from source 0 on (see Store512 for the 0 + d_0)
     for (std::size_t k = 0; k < n; ++k) {
-      float s0, s1 = 0.0f;
+      float s0, s1;
       if constexpr (kMX) {
         s0 = t.e8m0[sc[k][i / 32]];
         s1 = t.e8m0[sc[k][i / 32 + 1]];
       } else {
         std::memcpy(&s0, sc[k] + 4 * (i / 128), 4);
+        s1 = s0;
       }
-      const uint8_t* HWY_RESTRICT p = x[k] + i;
       __m512 d[4];
-      if constexpr (X == DType::Int8) {
-        DecodeInt8x64(p, d);
-      } else if constexpr (X == DType::Float8E5M2) {
-        DecodeE5M2x64(_mm512_loadu_si512(p), d);
-#if HWY_TARGET == HWY_AVX3_DL
-      } else {
-        DecodeTop16x64<X>(_mm512_loadu_si512(p), g, d);
-      }
-#else
-      } else if constexpr (X == DType::HiFloat8) {
-        DecodeHiF8Fp16x64(_mm512_loadu_si512(p), g, d);
-      } else {  // E4M3FN: fold 2^8 into the scale where exact
-        const __m512i w = _mm512_loadu_si512(p);
-        const float f0 = s0 * kE4Fp16Factor, f1 = s1 * kE4Fp16Factor;
-        const bool exact = (std::isfinite(f0) || !std::isfinite(s0)) &&
-                           (!kMX || std::isfinite(f1) || !std::isfinite(s1));
-        if (HWY_LIKELY(exact && !AnyE4M3NaN(w))) {
-          DecodeE4M3Div256x64(w, d);
-          s0 = f0;
-          s1 = f1;
-        } else {
-          DecodeE4M3Exactx64(w, d);
-        }
-      }
-#endif
+      dec.Decode(x[k] + i, s0, s1, d);
       __m512 sv[4];
       StepScales<O, kMX>(s0, s1, sv);
       for (int r = 0; r < 4; ++r) {
@@ -705,7 +710,7 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
         acc[r] = k == 0 ? term : _mm512_add_ps(acc[r], term);
       }
     }
-    Store512<OUT, O>(acc, a.out, i);
+    store(acc, a.out, i);
   }
 }
 #endif  // AVX3 / AVX3_DL
