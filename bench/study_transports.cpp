@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collectives.hpp"
 #include "comm/registry.hpp"
 #include "qcoll/qcoll.h"
 #include "qcoll/qcoll_mpi.h"
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
         for (int r = 0; r < runs; ++r) {
           idle_barrier();
           const auto t0 = Clock::now();
-          comm->exchange(spec, [&](const qcoll::comm::Chunk& ch) {
+          qcoll::comm::exchange(*comm, spec, [&](const qcoll::comm::Chunk& ch) {
             for (std::size_t i = 0; i < ch.rows; ++i) sink = sink + ch.x[0][i * h];
             return qcoll::Status::Ok();
           }, Clock::now() + std::chrono::seconds(60));

@@ -47,47 +47,58 @@ class LoopbackCommunicator final : public Communicator {
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "loopback"; }
   std::size_t window_bytes() const override { return window_; }
-  std::size_t max_chunk_rows(const ExchangeSpec& s) const override {
-    if (window_ == 0) return s.rows_per_rank;
-    const std::size_t row = static_cast<std::size_t>(n_) * (s.x_row_bytes + s.s_row_bytes);
-    const std::size_t r = window_ / row;
-    return r < s.rows_per_rank ? r : s.rows_per_rank;
+  std::size_t max_part_bytes(StepShape::Kind) const override {
+    return window_ == 0 ? SIZE_MAX : window_ / static_cast<std::size_t>(n_);
   }
-  Status allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
-                               Clock::time_point) override {
-    all.assign(static_cast<std::size_t>(n_), mine);
+  Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point) override {
+    for (int k = 0; k < n_; ++k) std::memcpy(static_cast<uint8_t*>(all) + k * bytes, mine, bytes);
     ++agreements;
     return Status::Ok();
   }
-  Status exchange(const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point) override {
-    const std::size_t step = max_chunk_rows(spec);
-    if (step == 0) std::abort();  // phase one must have refused this window (rule 11)
-    std::vector<const uint8_t*> xs(n_), ss(n_);
-    for (std::size_t r0 = 0; r0 < spec.rows_per_rank; r0 += step) {
-      Chunk c;
-      c.row_begin = r0;
-      c.rows = std::min(step, spec.rows_per_rank - r0);
-      for (int k = 0; k < n_; ++k) {  // block 0 (this rank's) of every "rank" = our own
-        xs[k] = spec.x + r0 * spec.x_row_bytes;
-        ss[k] = spec.scales + r0 * spec.s_row_bytes;
-      }
-      c.x = xs.data();
-      c.scales = ss.data();
-      Status st = consume(c);
-      if (!st.ok()) return st;
-    }
+  // Every step: what "rank k" sends to rank 0 is what rank 0 sends itself (its part for
+  // destination 0, or its one part of an all-gather), so every part is exposed or filled.
+  bool can_expose() const override { return true; }
+  bool own_part_in_place() const override { return false; }
+  Status begin_step(const StepShape& shape, const char*, Clock::time_point, Step* step) override {
+    Slot& sl = slots_[next_ & 1];
+    sl.shape = shape;
+    sl.exposed = false;
+    sl.part = PartView{};
+    sl.buf.resize(static_cast<std::size_t>(n_) * shape.part_bytes());
+    *step = next_++;
     return Status::Ok();
   }
-  Status allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point) override {
-    auto* b = static_cast<uint8_t*>(buf);
-    for (int k = 1; k < n_; ++k) std::memcpy(b + k * block_bytes, b, block_bytes);
-    return Status::Ok();
+  PartRegion region(Step s, int dest) override {
+    Slot& sl = slots_[s & 1];
+    return sl.shape.part_in<PartRegion>(sl.buf.data(), dest);
   }
+  void expose(Step s, int dest, const PartView& part) override {
+    Slot& sl = slots_[s & 1];
+    if (dest != 0 && sl.shape.kind == StepShape::Kind::PerDestination) return;
+    sl.exposed = true;
+    sl.part = part;
+  }
+  Status publish(Step) override { return Status::Ok(); }
+  Status wait_step(Step, Clock::time_point) override { return Status::Ok(); }
+  PartView view(Step s, int) const override {
+    const Slot& sl = slots_[s & 1];
+    if (sl.exposed) return sl.part;
+    return sl.shape.part_in<PartView>(static_cast<const uint8_t*>(sl.buf.data()), 0);
+  }
+  Status release(Step) override { return Status::Ok(); }
   bool may_fail_mid_call() const override { return staged_; }
 
   int agreements = 0;
 
  private:
+  struct Slot {
+    StepShape shape;
+    bool exposed = false;
+    PartView part;
+    std::vector<uint8_t> buf;
+  };
+  Slot slots_[2];
+  Step next_ = 0;
   std::string name_;
   int n_;
   std::size_t window_;

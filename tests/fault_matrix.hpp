@@ -3,6 +3,7 @@
 #pragma once
 #include <dirent.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -10,15 +11,37 @@
 #include <functional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "oracle.hpp"
+#include "ops/executor.hpp"
 #include "qcoll/qcoll.h"
 
 namespace faults {
 
 constexpr uint8_t kSentinel = 0xA5;
+
+// The case "exception in the reduce step mid-protocol", through the executor's test-only
+// hook (ops/executor.hpp): rank kReduceFaultRank throws from its reduce step once it reaches
+// row reduce_fault_row() of its block (0 on threads, where a call is one chunk; the middle
+// elsewhere, so that it has reduced some chunks and its peers are in the middle of the
+// exchange). Process-wide: set it around the call, on every process of the case.
+constexpr int kReduceFaultRank = 2;
+inline std::atomic<std::size_t>& reduce_fault_row() {
+  static std::atomic<std::size_t> row{0};
+  return row;
+}
+inline qcoll::Status throw_in_reduce(const std::string&, int rank, std::size_t row_begin) {
+  if (rank == kReduceFaultRank && row_begin >= reduce_fault_row().load())
+    throw std::runtime_error("injected fault in the reduce step");
+  return qcoll::Status::Ok();
+}
+inline void inject_reduce_fault(bool on, std::size_t from_row = 0) {
+  reduce_fault_row() = from_row;
+  qcoll::ops::testing::set_reduce_fault_for_test(on ? throw_in_reduce : nullptr);
+}
 
 // One rank's call in a case: a valid default call, with the deviations a case asks for.
 struct RankCall {
@@ -35,6 +58,7 @@ struct RankCall {
   bool destroy_instead = false;  // releases its executor instead of running it
   bool absent = false;       // never calls at all
   std::function<void()> on_call_start;  // runs right before phase one (after inputs are made)
+  bool check_written = false;  // after a failure, check what was written (RankResult::written_right)
 };
 
 // What a rank observed.
@@ -45,6 +69,8 @@ struct RankResult {
   double seconds = 0;
   bool output_untouched = true;   // every output byte still the sentinel
   bool output_correct = false;    // equals the reference (success cases)
+  // (check_written) every output element is either untouched or the reference's value.
+  bool written_right = false;
 };
 
 // Deterministic input of `rank` for a call: x bytes and scales bytes.
@@ -138,13 +164,19 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
   res.message = st == QCOLL_SUCCESS ? "" : qcollGetRecentErrMsg();
   for (uint8_t b : out)
     if (b != kSentinel) res.output_untouched = false;
-  if (st == QCOLL_SUCCESS && !c.destroy_instead) {
+  if ((st == QCOLL_SUCCESS && !c.destroy_instead) || (st != QCOLL_SUCCESS && c.check_written)) {
     const auto want = reference_output(c, n, rank, seed);
     const auto odt = static_cast<qcoll::DType>(c.out_dtype);
     const std::size_t osz = qcoll::dtype_size(odt);
+    const std::vector<uint8_t> untouched(osz, kSentinel);
     res.output_correct = want.size() == out.size();
-    for (std::size_t i = 0; res.output_correct && i < out.size(); i += osz)
-      res.output_correct = oracle::same_result(odt, out.data() + i, want.data() + i);
+    res.written_right = want.size() == out.size();
+    for (std::size_t i = 0; i < out.size() && want.size() == out.size(); i += osz) {
+      const bool right = oracle::same_result(odt, out.data() + i, want.data() + i);
+      res.output_correct = res.output_correct && right;
+      res.written_right = res.written_right && (right || std::memcmp(out.data() + i, untouched.data(), osz) == 0);
+    }
+    if (st != QCOLL_SUCCESS) res.output_correct = false;
   }
   qcollDestroyTensor(tx);
   qcollDestroyTensor(ts);

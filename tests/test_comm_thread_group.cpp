@@ -6,11 +6,15 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collectives.hpp"
 #include "comm/registry.hpp"
 #include "comm/thread_group.hpp"
+#include "ops/call_descriptor.hpp"
 
 using namespace qcoll::comm;
 using qcoll::Status;
+using qcoll::ops::allgather_descriptors;
+using qcoll::ops::CallDescriptor;
 using namespace std::chrono_literals;
 
 namespace {
@@ -48,7 +52,7 @@ TEST(ThreadGroupTransport, DescriptorAllgatherBackToBack) {
     for (int round = 0; round < 300; ++round) {
       CallDescriptor d;
       d.shape[0] = round * 10 + r;
-      ASSERT_TRUE(c.allgather_descriptors(d, all, soon()).ok());
+      ASSERT_TRUE(allgather_descriptors(c, d, all, soon()).ok());
       ASSERT_EQ(all.size(), 4u);
       for (int k = 0; k < 4; ++k) ASSERT_EQ(all[k].shape[0], round * 10 + k) << "round " << round;
     }
@@ -65,7 +69,7 @@ TEST(ThreadGroupTransport, ExchangeHandsEachRankItsBlockOfEveryPeer) {
     for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(r * 64 + i / srow);
     ExchangeSpec spec{x.data(), xrow, s.data(), srow, rows};
     int calls = 0;
-    Status st = c.exchange(spec, [&](const Chunk& ch) {
+    Status st = exchange(c, spec, [&](const Chunk& ch) {
       ++calls;
       EXPECT_EQ(ch.row_begin, 0u);
       EXPECT_EQ(ch.rows, rows);
@@ -79,7 +83,7 @@ TEST(ThreadGroupTransport, ExchangeHandsEachRankItsBlockOfEveryPeer) {
     EXPECT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(calls, 1);
     // A consumer error is returned after the protocol completed.
-    st = c.exchange(spec, [](const Chunk&) { return Status::Error(qcoll::StatusCode::InnerError, "boom"); }, soon());
+    st = exchange(c, spec, [](const Chunk&) { return Status::Error(qcoll::StatusCode::InnerError, "boom"); }, soon());
     EXPECT_EQ(st.code, qcoll::StatusCode::InnerError);
     EXPECT_TRUE(c.usable());
   });
@@ -90,7 +94,7 @@ TEST(ThreadGroupTransport, AllgatherInPlace) {
   on_ranks(*g, [](int r, Communicator& c) {
     std::vector<uint8_t> buf(8 * 100, 0xEE);
     std::memset(buf.data() + r * 100, r + 1, 100);
-    ASSERT_TRUE(c.allgather_inplace(buf.data(), 100, soon()).ok());
+    ASSERT_TRUE(allgather_blocks(c, buf.data(), 100, soon()).ok());
     for (int k = 0; k < 8; ++k) EXPECT_EQ(buf[k * 100 + 99], k + 1);
   });
 }
@@ -104,14 +108,14 @@ TEST(ThreadGroupTransport, TimeoutBreaksTheGroupAndNamesTheMissingRank) {
       auto c = resolve("tg-timeout");
       std::vector<CallDescriptor> all;
       const auto t0 = Clock::now();
-      Status st = c->allgather_descriptors(CallDescriptor{}, all, Clock::now() + 300ms);
+      Status st = allgather_descriptors(*c, CallDescriptor{}, all, Clock::now() + 300ms);
       EXPECT_EQ(st.code, qcoll::StatusCode::RuntimeError);
       EXPECT_NE(st.message.find("rank(s) 2"), std::string::npos) << st.message;
       EXPECT_LT(Clock::now() - t0, 10s);
       EXPECT_FALSE(c->usable());
       EXPECT_NE(c->broken_reason().find("timed out"), std::string::npos);
       // Fails at once from now on.
-      st = c->allgather_descriptors(CallDescriptor{}, all, Clock::now() + 20s);
+      st = allgather_descriptors(*c, CallDescriptor{}, all, Clock::now() + 20s);
       EXPECT_EQ(st.code, qcoll::StatusCode::RuntimeError);
       EXPECT_NE(st.message.find("broken"), std::string::npos) << st.message;
       g->leave();
@@ -126,10 +130,10 @@ TEST(ThreadGroupTransport, RanksOutOfStepBreakTheGroupInsteadOfPairingWrongSteps
     Status st;
     if (r == 0) {
       std::vector<CallDescriptor> all;
-      st = c.allgather_descriptors(CallDescriptor{}, all, soon());
+      st = allgather_descriptors(c, CallDescriptor{}, all, soon());
     } else {
       std::vector<uint8_t> buf(2 * 8);
-      st = c.allgather_inplace(buf.data(), 8, soon());
+      st = allgather_blocks(c, buf.data(), 8, soon());
     }
     EXPECT_EQ(st.code, qcoll::StatusCode::RuntimeError) << st.message;
     EXPECT_NE(c.broken_reason().find("out of step"), std::string::npos) << c.broken_reason();
@@ -143,11 +147,13 @@ class FakeComm : public Communicator {
   int size() const override { return 2; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "fake"; }
-  Status allgather_descriptors(const CallDescriptor&, std::vector<CallDescriptor>&, Clock::time_point) override {
-    return Status::Ok();
-  }
-  Status exchange(const ExchangeSpec&, const ChunkConsumer&, Clock::time_point) override { return Status::Ok(); }
-  Status allgather_inplace(void*, std::size_t, Clock::time_point) override { return Status::Ok(); }
+  Status allgather_records(const void*, std::size_t, void*, Clock::time_point) override { return Status::Ok(); }
+  Status begin_step(const StepShape&, const char*, Clock::time_point, Step*) override { return Status::Ok(); }
+  PartRegion region(Step, int) override { return {}; }
+  Status publish(Step) override { return Status::Ok(); }
+  Status wait_step(Step, Clock::time_point) override { return Status::Ok(); }
+  PartView view(Step, int) const override { return {}; }
+  Status release(Step) override { return Status::Ok(); }
 
  private:
   std::string name_;

@@ -180,6 +180,60 @@ TEST_F(FaultsShm, OneRankCallsTheOtherOperator) {
   expect_all_failed(rs, -1, 0, kFastBound);
 }
 
+TEST_F(FaultsShm, OneRankDestroysItsExecutor) {
+  // qcollDestroyExecutor takes part in the call's agreement as a failed rank does.
+  auto calls = all_same();
+  calls[2].destroy_instead = true;
+  auto plans = plans_of(calls);
+  for (auto& p : plans) p.calls.push_back(RankCall{});  // then the same call everywhere: works
+  auto res = run_processes(plans, kLongTimeout, 7);
+  faults::print_row("shm", "one rank destroys its executor instead of running it (r2)", res[0]);
+  faults::print_row("shm", "call after a destroyed executor (same communicator)", res[1]);
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + res[0][r].message);
+    EXPECT_EQ(res[0][r].status, r == 2 ? QCOLL_SUCCESS : QCOLL_RUNTIME_ERROR);
+    EXPECT_LE(res[0][r].seconds, kFastBound);
+    EXPECT_TRUE(res[0][r].output_untouched);
+    if (r != 2) {
+      EXPECT_NE(res[0][r].message.find("rank 2 (destroyed its executor"), std::string::npos);
+    }
+    EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
+    EXPECT_TRUE(res[1][r].output_correct);
+  }
+}
+
+// Rank 2 throws from its reduce step in the middle of a many-chunk call (4 MB window). Every
+// rank returns an error far below the timeout (rank 2 INNER_ERROR, the others
+// RUNTIME_ERROR naming it), every output untouched (staged), and the communicator stays in
+// step: the next call works.
+TEST_F(FaultsShm, ExceptionInTheReduceStep) {
+  for (bool rs_op : {true, false}) {
+    RankCall big;
+    big.reduce_scatter = rs_op;
+    big.rows = 2048;
+    big.H = 4096;
+    big.on_call_start = [] { faults::inject_reduce_fault(true, 2048 / kRanks / 2); };
+    RankCall after;
+    after.on_call_start = [] { faults::inject_reduce_fault(false); };
+    std::vector<RankPlan> plans(kRanks);
+    for (auto& p : plans) p.calls = {big, after};
+    auto res = run_processes(plans, kLongTimeout, 7);
+    const std::string what = rs_op ? "reduce-scatter" : "all-reduce";
+    faults::print_row("shm", "exception in the reduce step mid-protocol (r2, 8 MiB " + what + ", 4 MB window)",
+                      res[0]);
+    faults::print_row("shm", "call after an exception in the reduce step (same communicator)", res[1]);
+    expect_all_failed(res[0], faults::kReduceFaultRank, QCOLL_INNER_ERROR, kFastBound);
+    EXPECT_NE(res[0][2].message.find("injected fault in the reduce step"), std::string::npos) << res[0][2].message;
+    for (int r = 0; r < kRanks; ++r) {
+      if (r != faults::kReduceFaultRank) {
+        EXPECT_NE(res[0][r].message.find("rank 2 failed"), std::string::npos) << res[0][r].message;
+      }
+      EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
+      EXPECT_TRUE(res[1][r].output_correct);
+    }
+  }
+}
+
 TEST_F(FaultsShm, OneRankNeverArrives) {
   auto calls = all_same();
   calls[3].absent = true;
@@ -275,6 +329,34 @@ TEST_F(FaultsShm, CallAfterAFailedCall) {
   faults::print_row("shm", "call after a timeout (same communicator)", res[1]);
   expect_all_failed(res[0], -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
   expect_all_failed(res[1], -1, 0, kShortTimeout * 0.5);  // at once: the communicator is broken
+}
+
+TEST_F(FaultsShm, AbsentRankIsToldTheGroupBrokeOnATimeout) {
+  // Rank 3 misses a call (its peers time out), then makes the next call: it fails at once,
+  // told that the group broke because a rank timed out and must be created again.
+  std::vector<RankPlan> plans(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    RankCall first;
+    first.absent = r == 3;
+    RankCall second;
+    if (r == 3) {
+      second.on_call_start = [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>((kShortTimeout + 1) * 1000)));
+      };
+    }
+    plans[r].calls = {first, second};
+  }
+  auto res = run_processes(plans, kShortTimeout, 13);
+  faults::print_row("shm", "one rank never arrives (r3)", res[0]);
+  faults::print_row("shm", "call after a timeout, the absent rank calls too (same communicator)", res[1]);
+  expect_all_failed(res[0], -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+  expect_all_failed(res[1], -1, 0, kShortTimeout * 0.5);
+  const std::string& m = res[1][3].message;
+  std::printf("the absent rank says: %s\n", m.c_str());
+  EXPECT_NE(m.find("the group broke"), std::string::npos) << m;
+  EXPECT_NE(m.find("timed out"), std::string::npos) << m;
+  EXPECT_NE(m.find("create it again"), std::string::npos) << m;
+  EXPECT_EQ(m.find("failed in this call"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -173,7 +173,8 @@ TEST_F(FaultsThreads, OneRankNamesAnUnknownGroup) {
 }
 
 TEST_F(FaultsThreads, OneRankDestroysItsExecutor) {
-  // qcollDestroyExecutor does not take part in the call: the peers wait for the timeout.
+  // qcollDestroyExecutor takes part in the call's agreement as a failed rank does: the
+  // peers fail at once, long before the timeout.
   set_timeout(kShortTimeout);
   harness::Group g(kRanks);
   auto calls = all_same();
@@ -183,9 +184,48 @@ TEST_F(FaultsThreads, OneRankDestroysItsExecutor) {
     if (r == 2) continue;
     EXPECT_EQ(rs[r].status, QCOLL_RUNTIME_ERROR) << rs[r].message;
     EXPECT_LE(rs[r].seconds, kShortTimeout + kMargin);
+    EXPECT_LT(rs[r].seconds, kShortTimeout * 0.5) << "waited for the timeout";
+    EXPECT_NE(rs[r].message.find("rank 2 (destroyed its executor"), std::string::npos) << rs[r].message;
     EXPECT_TRUE(rs[r].output_untouched);
   }
+  EXPECT_EQ(rs[2].status, QCOLL_SUCCESS) << rs[2].message;
   EXPECT_TRUE(rs[2].output_untouched);
+  // The group is still in step: the next call works.
+  rs = run_case(g, "call after a destroyed executor (same communicator)", all_same(), 14);
+  expect_success(rs);
+}
+
+TEST_F(FaultsThreads, ExceptionInTheReduceStep) {
+  // Rank 2's reduce step throws (the executor's test-only hook). Every rank returns an error
+  // at once: rank 2 INNER_ERROR, the others RUNTIME_ERROR naming it. Rank 2 wrote nothing;
+  // this transport has no staging (workspace 0), so a peer's output may hold its own
+  // reduced rows, never anything else, and no peer gathers rank 2's block.
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  for (bool rs_op : {true, false}) {
+    RankCall call;
+    call.reduce_scatter = rs_op;
+    call.check_written = true;
+    faults::inject_reduce_fault(true);
+    auto rs = run_case(g, std::string("exception in the reduce step mid-protocol (r2, ") +
+                              (rs_op ? "reduce-scatter)" : "all-reduce)"),
+                       all_same(call));
+    faults::inject_reduce_fault(false);
+    for (int r = 0; r < kRanks; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
+      EXPECT_EQ(rs[r].status, r == faults::kReduceFaultRank ? QCOLL_INNER_ERROR : QCOLL_RUNTIME_ERROR);
+      EXPECT_LE(rs[r].seconds, kFastBound);
+      EXPECT_TRUE(rs[r].written_right) << "output holds something other than this rank's result";
+      if (r == faults::kReduceFaultRank) {
+        EXPECT_TRUE(rs[r].output_untouched);
+        EXPECT_NE(rs[r].message.find("injected fault in the reduce step"), std::string::npos);
+      } else {
+        EXPECT_NE(rs[r].message.find("rank 2 failed"), std::string::npos);
+      }
+    }
+    rs = run_case(g, "call after an exception in the reduce step (same communicator)", all_same(call), 15);
+    expect_success(rs);
+  }
 }
 
 TEST_F(FaultsThreads, CallAfterAFastFailureWorks) {

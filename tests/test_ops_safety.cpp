@@ -4,12 +4,14 @@
 // communicator wrapping the thread transport) and rule 11.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
 #include "comm/registry.hpp"
+#include "ops/executor.hpp"
 #include "ops/timeout.hpp"
 #include "ops_harness.hpp"
 #include "oracle.hpp"
@@ -212,48 +214,56 @@ TEST(Timeout, ParsingAndFallback) {
 
 // ---- The staged path: a communicator that may fail mid-call ----------------------------
 
-// Wraps a thread-group rank; claims a window and mid-call failures; can fail its exchange.
+// Wraps a thread-group rank; claims a window and mid-call failures. A failure on one rank is
+// injected into its reduce step (the executor's test-only fault hook), as a transport error.
 class StagingComm final : public qcoll::comm::Communicator {
  public:
-  StagingComm(std::shared_ptr<qcoll::comm::Communicator> inner, std::string name, std::size_t window,
-              bool fail_exchange)
-      : inner_(std::move(inner)), name_(std::move(name)), window_(window), fail_(fail_exchange) {}
+  StagingComm(std::shared_ptr<qcoll::comm::Communicator> inner, std::string name, std::size_t window)
+      : inner_(std::move(inner)), name_(std::move(name)), window_(window) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "test-staging"; }
   std::size_t window_bytes() const override { return window_; }
-  std::size_t max_chunk_rows(const qcoll::comm::ExchangeSpec& s) const override {
-    const std::size_t row = (s.x_row_bytes + s.s_row_bytes) * static_cast<std::size_t>(size());
-    return window_ / row < s.rows_per_rank ? window_ / row : s.rows_per_rank;
+  std::size_t max_part_bytes(qcoll::comm::StepShape::Kind) const override {
+    return window_ / static_cast<std::size_t>(size());
   }
   bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return inner_->usable(); }
   std::string broken_reason() const override { return inner_->broken_reason(); }
-  qcoll::Status allgather_descriptors(const qcoll::comm::CallDescriptor& mine,
-                                      std::vector<qcoll::comm::CallDescriptor>& all,
-                                      qcoll::comm::Clock::time_point deadline) override {
-    return inner_->allgather_descriptors(mine, all, deadline);
-  }
-  qcoll::Status exchange(const qcoll::comm::ExchangeSpec& spec, const qcoll::comm::ChunkConsumer& consume,
-                         qcoll::comm::Clock::time_point deadline) override {
-    if (!fail_) return inner_->exchange(spec, consume, deadline);
-    auto failing = [](const qcoll::comm::Chunk&) {
-      return qcoll::Status::Error(qcoll::StatusCode::RuntimeError, "injected transport failure");
-    };
-    return inner_->exchange(spec, failing, deadline);
-  }
-  qcoll::Status allgather_inplace(void* buf, std::size_t block_bytes,
+  qcoll::Status allgather_records(const void* mine, std::size_t bytes, void* all,
                                   qcoll::comm::Clock::time_point deadline) override {
-    return inner_->allgather_inplace(buf, block_bytes, deadline);
+    return inner_->allgather_records(mine, bytes, all, deadline);
   }
+  bool can_expose() const override { return inner_->can_expose(); }
+  qcoll::Status begin_step(const qcoll::comm::StepShape& shape, const char* what,
+                           qcoll::comm::Clock::time_point deadline, Step* step) override {
+    return inner_->begin_step(shape, what, deadline, step);
+  }
+  qcoll::comm::PartRegion region(Step s, int dest) override { return inner_->region(s, dest); }
+  void expose(Step s, int dest, const qcoll::comm::PartView& part) override { inner_->expose(s, dest, part); }
+  qcoll::Status publish(Step s) override { return inner_->publish(s); }
+  qcoll::Status wait_step(Step s, qcoll::comm::Clock::time_point deadline) override {
+    return inner_->wait_step(s, deadline);
+  }
+  qcoll::comm::PartView view(Step s, int src) const override { return inner_->view(s, src); }
+  qcoll::Status release(Step s) override { return inner_->release(s); }
+  qcoll::Status drain(qcoll::comm::Clock::time_point deadline) override { return inner_->drain(deadline); }
 
  private:
   std::shared_ptr<qcoll::comm::Communicator> inner_;
   std::string name_;
   std::size_t window_;
-  bool fail_;
 };
+
+// The rank whose reduce step fails (in groups named "...-staged"); -1: none.
+std::atomic<int> g_failing_rank{-1};
+qcoll::Status injected_failure(const std::string& group, int rank, std::size_t) {
+  const bool staged = group.size() > 7 && group.compare(group.size() - 7, 7, "-staged") == 0;
+  if (staged && rank == g_failing_rank.load())
+    return qcoll::Status::Error(qcoll::StatusCode::RuntimeError, "injected transport failure");
+  return qcoll::Status::Ok();
+}
 
 struct StagedRun {
   std::vector<qcollStatus> st;
@@ -271,12 +281,14 @@ StagedRun run_staged(Op op, int n, std::size_t window, int failing_rank, WsFn wo
   const std::string staged = std::string(g.name()) + "-staged";
   const std::size_t rows = 8, out_rows = op == Op::ReduceScatter ? rows / n : rows;
   StagedRun res;
+  g_failing_rank = failing_rank;
+  qcoll::ops::testing::set_reduce_fault_for_test(failing_rank >= 0 ? injected_failure : nullptr);
   res.st.assign(n, -1);
   res.msg.assign(n, "");
   res.ws.assign(n, 0);
   for (int r = 0; r < n; ++r) res.data.emplace_back(rows, out_rows, r);
   g.run([&](int r) {
-    auto comm = std::make_shared<StagingComm>(qcoll::comm::resolve(g.name()), staged, window, r == failing_rank);
+    auto comm = std::make_shared<StagingComm>(qcoll::comm::resolve(g.name()), staged, window);
     ASSERT_TRUE(qcoll::comm::register_for_thread(comm).ok());
     RankData& d = res.data[r];
     harness::Tensor tx({int64_t(rows), int64_t(H)}, QCOLL_DT_INT8, d.x.data());
@@ -297,6 +309,7 @@ StagedRun run_staged(Op op, int n, std::size_t window, int failing_rank, WsFn wo
     res.msg[r] = qcollGetRecentErrMsg();
     qcoll::comm::unregister_for_thread(staged);
   });
+  qcoll::ops::testing::set_reduce_fault_for_test(nullptr);
   return res;
 }
 

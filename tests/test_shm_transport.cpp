@@ -15,14 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "comm/collectives.hpp"
 #include "comm/shm_communicator.hpp"
 #include "comm/shm_segment.hpp"
 #include "comm/window_plan.hpp"
+#include "ops/call_descriptor.hpp"
 
 namespace qcoll::comm {
 namespace {
 
 using namespace std::chrono_literals;
+using ops::allgather_descriptors;
+using ops::CallDescriptor;
 
 // ---- the window rule, against a brute-force reading of the rule ----------------------------
 
@@ -158,8 +162,7 @@ int exchange_and_check(ShmCommunicator& c, std::size_t xrb, std::size_t srb, std
   ExchangeSpec spec{x.data(), xrb, s.data(), srb, rpr};
   std::size_t next_row = 0, nchunks = 0;
   int bad = 0;
-  Status st = c.exchange(
-      spec,
+  Status st = exchange(c, spec,
       [&](const Chunk& ch) {
         if (ch.row_begin != next_row) ++bad;
         next_row += ch.rows;
@@ -197,7 +200,7 @@ TEST(ShmTransport, BackToBackCallsNeverSeeStaleData) {
       CallDescriptor d;
       d.op = 1;
       d.shape[0] = call * 10 + c.rank();
-      if (!c.allgather_descriptors(d, all, Clock::now() + 20s).ok()) return 20;
+      if (!allgather_descriptors(c, d, all, Clock::now() + 20s).ok()) return 20;
       for (int k = 0; k < c.size(); ++k) {
         if (all[k].shape[0] != call * 10 + k) return 21;
       }
@@ -205,7 +208,7 @@ TEST(ShmTransport, BackToBackCallsNeverSeeStaleData) {
       if (int r = exchange_and_check(c, 1024, 32, 40 + (call % 7) * 20, call)) return r;
       std::vector<uint32_t> blocks(c.size() * 1000);
       for (int i = 0; i < 1000; ++i) blocks[c.rank() * 1000 + i] = call * 100000 + c.rank() * 1000 + i;
-      if (!c.allgather_inplace(blocks.data(), 4000, Clock::now() + 20s).ok()) return 22;
+      if (!allgather_blocks(c, blocks.data(), 4000, Clock::now() + 20s).ok()) return 22;
       for (int k = 0; k < c.size(); ++k)
         for (int i = 0; i < 1000; ++i)
           if (blocks[k * 1000 + i] != static_cast<uint32_t>(call * 100000 + k * 1000 + i)) return 23;
@@ -220,7 +223,7 @@ TEST(ShmTransport, AllgatherLargerThanASlot) {
     const std::size_t block = 3 * (1u << 20) + 123;  // six slots' worth
     std::vector<uint8_t> buf(2 * block);
     for (std::size_t i = 0; i < block; ++i) buf[c.rank() * block + i] = static_cast<uint8_t>(i * 13 + c.rank());
-    if (!c.allgather_inplace(buf.data(), block, Clock::now() + 20s).ok()) return 30;
+    if (!allgather_blocks(c, buf.data(), block, Clock::now() + 20s).ok()) return 30;
     for (int k = 0; k < 2; ++k)
       for (std::size_t i = 0; i < block; ++i)
         if (buf[k * block + i] != static_cast<uint8_t>(i * 13 + k)) return 31;
@@ -233,8 +236,8 @@ TEST(ShmTransport, WindowTooSmallIsParamInvalid) {
   const auto codes = run_ranks(2, 2u << 20, [](ShmCommunicator& c) {
     std::vector<uint8_t> x(2 * 4 * 1024), s(2 * 4 * 32);
     ExchangeSpec spec{x.data(), 1024, s.data(), 32, 4};
-    if (c.max_chunk_rows(spec) != 0) return 40;
-    Status st = c.exchange(spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 5s);
+    if (max_chunk_rows(c, spec) != 0) return 40;
+    Status st = exchange(c, spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 5s);
     return st.code == StatusCode::ParamInvalid && st.message.find("HCCL_BUFFSIZE") != std::string::npos ? 0 : 41;
   });
   for (int code : codes) EXPECT_EQ(code, 0);
@@ -249,7 +252,7 @@ TEST(ShmTransport, PeerThatExitsMakesOthersFailFast) {
     usleep(100 * 1000);  // rank 3 is gone by now
     const auto t0 = Clock::now();
     std::vector<CallDescriptor> all;
-    Status st = c.allgather_descriptors(CallDescriptor{}, all, Clock::now() + 30s);
+    Status st = allgather_descriptors(c, CallDescriptor{}, all, Clock::now() + 30s);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     if (st.code != StatusCode::RuntimeError) return 50;
     if (secs > 5) return 51;  // found by the liveness check, long before the deadline
@@ -267,13 +270,13 @@ TEST(ShmTransport, PeerThatNeverCallsTimesOut) {
     }
     const auto t0 = Clock::now();
     std::vector<CallDescriptor> all;
-    Status st = c.allgather_descriptors(CallDescriptor{}, all, Clock::now() + 500ms);
+    Status st = allgather_descriptors(c, CallDescriptor{}, all, Clock::now() + 500ms);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     if (st.code != StatusCode::RuntimeError || st.message.find("timed out") == std::string::npos) return 60;
     if (secs < 0.5 || secs > 1.4) return 61;
     if (c.usable()) return 62;
     // Broken: every later call fails at once.
-    return c.allgather_descriptors(CallDescriptor{}, all, Clock::now() + 10s).code == StatusCode::RuntimeError ? 0 : 63;
+    return allgather_descriptors(c, CallDescriptor{}, all, Clock::now() + 10s).code == StatusCode::RuntimeError ? 0 : 63;
   });
   for (int code : codes) EXPECT_EQ(code, 0);
 }
@@ -283,8 +286,7 @@ TEST(ShmTransport, ConsumerErrorIsReturnedAfterTheProtocolCompletes) {
     std::vector<uint8_t> x(2 * 600 * 1024), s(2 * 600 * 32);
     ExchangeSpec spec{x.data(), 1024, s.data(), 32, 600};
     int calls = 0;
-    Status st = c.exchange(
-        spec,
+    Status st = exchange(c, spec,
         [&](const Chunk&) {
           ++calls;
           return c.rank() == 0 ? Status::Error(StatusCode::InnerError, "consumer says no") : Status::Ok();

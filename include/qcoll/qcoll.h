@@ -151,7 +151,9 @@ qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor *x, const qcol
 qcollStatus qcollQuantAllReduce(void *workspace, uint64_t workspaceSize,
                                 qcollOpExecutor *executor, qcollStream stream);
 
-/* Releases an executor that will not be run. */
+/* Releases an executor that will not be run. Its call still takes part in the group's
+ * agreement, as a rank whose checks failed does: the peers' calls fail at once with
+ * RUNTIME_ERROR, and this returns once they arrived (at most QCOLL_TIMEOUT_S). */
 qcollStatus qcollDestroyExecutor(qcollOpExecutor *executor);
 
 /* Message of the last non-zero status returned to the calling thread ("" if none). */

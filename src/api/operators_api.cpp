@@ -101,7 +101,10 @@ qcollStatus qcollDestroyExecutor(qcollOpExecutor* executor) {
       return Status::Error(StatusCode::ParamInvalid,
                            "executor: not an executor from phase one (already run or destroyed?)");
     executor->magic = 0;
-    delete executor;
+    std::unique_ptr<qcollOpExecutor> owned(executor);
+    // The call it was made for will not run here: take part in its agreement as a failed
+    // rank does, so that the peers fail at once instead of waiting for the timeout.
+    if (owned->impl) owned->impl->report_not_run();
     return Status::Ok();
   });
 }

@@ -1,55 +1,81 @@
-// The communicator interface: what an operator needs from a transport, and nothing about
-// how the transport moves bytes. Implementations: threads of one process (thread_group),
-// shared memory and MPI (see the Transports issue).
+// The transport interface: byte-level primitives only, in the manner of NCCL's transport
+// table or Gloo's pair. A transport knows identity (rank, size, name), a small all-gather of
+// fixed-size records, and numbered data steps over per-rank slots; it knows no collective
+// and no operator. The chunked reduce-scatter exchange and the all-gather are written once
+// over these primitives (comm/collectives.hpp); the call agreement lives in ops/.
+// Implementations: threads of one process (thread_group), shared memory, MPI.
+//
+// Data steps. Every rank runs the same sequence of steps (a records all-gather counts as a
+// step too). One data step, on every rank:
+//
+//   Step s;  begin_step(shape, what, deadline, &s);  // waits until this rank's slot may be reused
+//   region(s, d) for each destination d: fill it     // or expose(s, d, view) where can_expose()
+//   publish(s);
+//   wait_step(s, deadline);                          // every rank has published step s
+//   view(s, k) for each source k                     // what k sent to this rank; valid until release
+//   release(s);
+//
+// A rank may begin (fill, publish) step s+1 before it releases step s, so that the next piece
+// moves while this one is consumed; at most two steps are in flight (begun, not released).
+// Steps are released in order. drain() waits until every peer released every step of this
+// rank (needed before memory given to expose() is reused). Every wait is bounded by the
+// deadline; a timeout or a failed peer breaks the communicator (usable() turns false), and
+// the failing primitive returns RUNTIME_ERROR.
 #pragma once
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <vector>
+
+#include "comm/window_plan.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::comm {
 
-// What every rank contributes before data moves, so that all ranks agree on the call.
-// Plain data: transports may copy it as bytes.
-struct CallDescriptor {
-  int32_t op = 0;             // 1 = QuantReduceScatter, 2 = QuantAllReduce
-  int32_t x_dtype = -1;
-  int32_t scales_dtype = -1;
-  int32_t out_dtype = -1;
-  int32_t ndim = 0;           // x's rank (2 or 3)
-  int32_t local_status = 0;   // 0: this rank validated its call; else its status code
-  int64_t shape[3] = {0, 0, 0};  // x's shape (unused dims 0)
-};
-bool same_call(const CallDescriptor& a, const CallDescriptor& b);  // ignores local_status
-
-// The reduce-scatter exchange. Every rank holds `nranks` row blocks of rows_per_rank rows
-// each (x: x_row_bytes per row; scales: s_row_bytes per row, row-major, contiguous).
-// Rank r receives block r of every rank's x and scales.
-struct ExchangeSpec {
-  const uint8_t* x = nullptr;
-  std::size_t x_row_bytes = 0;
-  const uint8_t* scales = nullptr;
-  std::size_t s_row_bytes = 0;
-  std::size_t rows_per_rank = 0;
-};
-
-// A piece of the received data: rows [row_begin, row_begin + rows) of this rank's block,
-// from each source rank k = 0..n-1: x[k] and scales[k] point at row row_begin.
-struct Chunk {
-  std::size_t row_begin = 0;
-  std::size_t rows = 0;
-  const uint8_t* const* x = nullptr;       // size() pointers
-  const uint8_t* const* scales = nullptr;  // size() pointers
-};
-using ChunkConsumer = std::function<Status(const Chunk&)>;
-
 using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxSegments = 2;
+constexpr std::size_t kSegmentAlign = kWindowPartAlign;  // segments start on 512-byte offsets
+
+// A part a peer sent (read-only) and a part this rank fills (writable): one pointer per segment.
+struct PartView {
+  const uint8_t* seg[kMaxSegments] = {nullptr, nullptr};
+};
+struct PartRegion {
+  uint8_t* seg[kMaxSegments] = {nullptr, nullptr};
+};
+
+// What one rank sends in one step. PerDestination (an all-to-all): a different part for
+// every destination. Same (an all-gather): one part, the same for every rank. A part is up
+// to kMaxSegments segments (e.g. rows of x, then rows of scales); the sizes are the same on
+// every rank. In a slot, segment i of a part starts at seg_offset(i); parts are part_bytes()
+// apart, destination d's part at d * part_bytes().
+struct StepShape {
+  enum class Kind { PerDestination, Same };
+  Kind kind = Kind::PerDestination;
+  std::size_t seg_bytes[kMaxSegments] = {0, 0};
+
+  std::size_t seg_offset(int i) const { return i == 0 ? 0 : round_up(seg_bytes[0], kSegmentAlign); }
+  std::size_t part_bytes() const {
+    return round_up(seg_bytes[0], kSegmentAlign) + round_up(seg_bytes[1], kSegmentAlign);
+  }
+  // Segment pointers of part `index` (a destination or a source; Same steps have one part)
+  // of a slot at `slot`: T is PartView or PartRegion.
+  template <class T, class Byte>
+  T part_in(Byte* slot, int index) const {
+    Byte* base = slot + (kind == Kind::Same ? 0 : static_cast<std::size_t>(index)) * part_bytes();
+    T p;
+    p.seg[0] = base;
+    p.seg[1] = base + seg_offset(1);
+    return p;
+  }
+};
 
 class Communicator {
  public:
+  using Step = uint64_t;
+  static constexpr std::size_t kMaxRecordBytes = 64;
+
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
@@ -62,29 +88,56 @@ class Communicator {
   // Bytes of the staging window per rank (HCCL_BUFFSIZE), or 0 when the transport reads
   // peers' buffers directly (then contract.md §rule-11 does not apply).
   virtual std::size_t window_bytes() const { return 0; }
-  // Largest number of rows one chunk of `spec` may hold in the window (0: the window cannot
-  // hold one row: PARAM_INVALID naming HCCL_BUFFSIZE). Transports without a window: all rows.
-  virtual std::size_t max_chunk_rows(const ExchangeSpec& spec) const { return spec.rows_per_rank; }
 
-  // Every rank contributes `mine`; on success `all` holds size() descriptors in rank order.
-  // Returns RUNTIME_ERROR when a peer does not arrive by `deadline` or the transport failed.
-  // Safe to call again right after it returns, on every rank.
-  virtual Status allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
-                                       Clock::time_point deadline) = 0;
+  // ---- A small all-gather of fixed-size records (bytes <= kMaxRecordBytes, the same on
+  // every rank): `all` receives size() records in rank order. RUNTIME_ERROR when a peer does
+  // not arrive by the deadline or the transport failed. Safe to call again right after it
+  // returns, on every rank.
+  virtual Status allgather_records(const void* mine, std::size_t bytes, void* all,
+                                   Clock::time_point deadline) = 0;
 
-  // The reduce-scatter exchange; calls `consume` for consecutive chunks covering this rank's
-  // rows_per_rank rows. Sources stay valid only during the call to consume. If consume
-  // returns an error the exchange still completes its protocol with the peers, then returns it.
-  virtual Status exchange(const ExchangeSpec& spec, const ChunkConsumer& consume,
-                          Clock::time_point deadline) = 0;
+  // ---- Data steps (see the top of this file).
+  // Largest part_bytes() one step of `kind` can carry (a slot holds size() parts of a
+  // PerDestination step); unbounded transports return SIZE_MAX.
+  virtual std::size_t max_part_bytes(StepShape::Kind kind) const {
+    (void)kind;
+    return SIZE_MAX;
+  }
+  // True when a rank may expose() memory of its own instead of filling region(): its peers
+  // then read that memory in place (zero copy).
+  virtual bool can_expose() const { return false; }
+  // True when the part a rank addresses to itself never moves: the caller reads its own
+  // data where it is, and region(s, rank()) need not be filled.
+  virtual bool own_part_in_place() const { return true; }
+  // True when transfers advance only while the caller calls progress() (MPI): consumers of
+  // a large view should call it now and then.
+  virtual bool needs_progress() const { return false; }
 
-  // All-gather in place: buf holds size() blocks of block_bytes, block rank() filled on
-  // entry; on success every block is filled with the owner's data.
-  virtual Status allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point deadline) = 0;
+  virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline,
+                            Step* step) = 0;
+  // This rank's writable part for destination `dest` (Same steps: any dest, one part).
+  virtual PartRegion region(Step s, int dest) = 0;
+  // Instead of filling region(s, dest): peers read `part` in place (only if can_expose()).
+  // The memory must stay valid and unchanged until drain() returned.
+  virtual void expose(Step s, int dest, const PartView& part) {
+    (void)s;
+    (void)dest;
+    (void)part;
+  }
+  virtual Status publish(Step s) = 0;
+  virtual Status wait_step(Step s, Clock::time_point deadline) = 0;
+  // What rank `src` sent to this rank in step s (after wait_step, until release).
+  virtual PartView view(Step s, int src) const = 0;
+  virtual Status progress() { return Status::Ok(); }
+  virtual Status release(Step s) = 0;
+  virtual Status drain(Clock::time_point deadline) {
+    (void)deadline;
+    return Status::Ok();
+  }
 
-  // True when exchange()/allgather_inplace() can fail after a successful agreement (a peer
-  // process dies mid-call). The operators then reduce into a staging buffer and write the
-  // user's output only after every rank confirmed success, so no output is partly written.
+  // True when a data step can fail after a successful agreement (a peer process dies
+  // mid-call). The operators then reduce into a staging buffer and write the user's output
+  // only after every rank confirmed success, so no output is partly written.
   virtual bool may_fail_mid_call() const { return false; }
 
   // True while the communicator can be used; false after a failure that left peers out of

@@ -49,6 +49,7 @@ void ShmCommunicator::init_segment(unsigned char* base, int nranks, std::size_t 
     c->written.store(0, std::memory_order_relaxed);
     c->consumed.store(0, std::memory_order_relaxed);
     c->state.store(kStateAbsent, std::memory_order_relaxed);
+    c->failure.store(kFailureOther, std::memory_order_relaxed);
     c->pid.store(0, std::memory_order_relaxed);
     c->pid_ns.store(0, std::memory_order_relaxed);
   }
@@ -58,7 +59,7 @@ void ShmCommunicator::init_segment(unsigned char* base, int nranks, std::size_t 
 
 ShmCommunicator::ShmCommunicator(std::string name, int rank, int nranks, std::size_t window_bytes, ShmMapping mapping)
     : name_(std::move(name)), rank_(rank), nranks_(nranks), window_bytes_(round_up(window_bytes, kPage)),
-      mapping_(std::move(mapping)), chunk_x_(nranks), chunk_scales_(nranks) {
+      mapping_(std::move(mapping)) {
   if (!mapping_ || rank < 0 || rank >= nranks || mapping_.bytes() != segment_bytes(nranks, window_bytes)) return;
   const auto* h = reinterpret_cast<const Header*>(mapping_.data());
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -86,21 +87,40 @@ unsigned char* ShmCommunicator::slot(int k, uint64_t step) const {
   return mapping_.data() + windows_offset(nranks_) + k * window_bytes_ + (step & 1) * slot_bytes();
 }
 
-std::size_t ShmCommunicator::max_chunk_rows(const ExchangeSpec& spec) const {
-  return max_chunk_rows_for_window(window_bytes_, nranks_, spec);
+std::size_t ShmCommunicator::max_part_bytes(StepShape::Kind kind) const {
+  // An exchange chunk keeps the window rule's 1 MB reserve; an all-gather part may fill its slot.
+  if (kind == StepShape::Kind::PerDestination) return contract::window_slot_bytes(window_bytes_) / nranks_;
+  return slot_bytes() / kSegmentAlign * kSegmentAlign;
 }
 
 Status ShmCommunicator::broken_status() const {
   return Status::Error(StatusCode::RuntimeError, "communicator \"" + name_ + "\" is broken: " + broken_reason_);
 }
 
-Status ShmCommunicator::fail(Status s) {
+Status ShmCommunicator::fail(Status s, uint32_t why) {
   if (!broken_) {
     broken_ = true;
     broken_reason_ = s.message;
-    if (valid_ && !abandoned_) control(rank_).state.store(kStateFailed, std::memory_order_release);
+    if (valid_ && !abandoned_) {
+      control(rank_).failure.store(why, std::memory_order_relaxed);
+      control(rank_).state.store(kStateFailed, std::memory_order_release);
+    }
   }
   return s;
+}
+
+Status ShmCommunicator::peer_failed(int k) const {
+  const RankControl& c = control(k);
+  if (c.state.load(std::memory_order_acquire) != kStateFailed) return Status::Ok();
+  const int32_t pid = c.pid.load(std::memory_order_relaxed);
+  const std::string who = "rank " + std::to_string(k) + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
+  if (c.failure.load(std::memory_order_relaxed) == kFailureTimeout) {
+    return Status::Error(StatusCode::RuntimeError,
+                         "the group broke: " + who + " timed out (QCOLL_TIMEOUT_S) waiting for its peers in a "
+                         "call; destroy the communicator and create it again");
+  }
+  return Status::Error(StatusCode::RuntimeError, "the group broke: " + who + " failed in a call (a peer of it left, "
+                                                 "exited or failed); destroy the communicator and create it again");
 }
 
 Status ShmCommunicator::peer_gone(int k) const {
@@ -109,7 +129,7 @@ Status ShmCommunicator::peer_gone(int k) const {
   const int32_t pid = c.pid.load(std::memory_order_relaxed);
   const std::string who = "rank " + std::to_string(k) + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
   if (state == kStateLeft) return Status::Error(StatusCode::RuntimeError, who + " destroyed the communicator");
-  if (state == kStateFailed) return Status::Error(StatusCode::RuntimeError, who + " failed in this call");
+  if (state == kStateFailed) return peer_failed(k);
   // A pid means something only in its own pid namespace (ranks in other containers: skip).
   const bool same_ns = pid_ns_ != 0 && c.pid_ns.load(std::memory_order_relaxed) == pid_ns_;
   if (pid > 0 && same_ns && !process_alive(pid)) return Status::Error(StatusCode::RuntimeError, who + " has exited");
@@ -133,103 +153,79 @@ Status ShmCommunicator::wait_all(const Pred& pred, Clock::time_point deadline, c
         return fail(Status::Error(StatusCode::RuntimeError,
                                   "shared memory transport, " + std::string(what) + ": timed out after " +
                                       seconds_text(Clock::now() - start) + " s (QCOLL_TIMEOUT_S) waiting for rank " +
-                                      std::to_string(k)));
+                                      std::to_string(k)),
+                    kFailureTimeout);
       }
     }
   }
   return Status::Ok();
 }
 
-template <class Write, class Read>
-Status ShmCommunicator::step(const Write& write, const Read& read, Clock::time_point deadline, const char* what) {
+Status ShmCommunicator::begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) {
   if (broken_) return broken_status();
+  // A peer that failed (e.g. timed out while this rank was absent) may have published data
+  // of a call this rank never made: stop before reading any of it.
+  // (A rank that timed out is the cause; the others may have failed because of it.)
+  int failed = -1;
+  for (int k = 0; k < nranks_; ++k) {
+    if (control(k).state.load(std::memory_order_acquire) != kStateFailed) continue;
+    if (failed < 0 || control(k).failure.load(std::memory_order_relaxed) == kFailureTimeout) failed = k;
+    if (control(failed).failure.load(std::memory_order_relaxed) == kFailureTimeout) break;
+  }
+  if (failed >= 0) {
+    return fail(Status::Error(StatusCode::RuntimeError,
+                              "shared memory transport, " + std::string(what) + ": " + peer_failed(failed).message));
+  }
   const uint64_t g = next_step_;
-  if (g >= 1) {
+  if (g >= 2) {
     Status s = wait_all([&](int k) { return control(k).consumed.load(std::memory_order_acquire) + 1 >= g; },
                         deadline, what);
     if (!s.ok()) return s;
   }
-  write(slot(rank_, g));
-  control(rank_).written.store(g + 1, std::memory_order_release);
-  Status s = wait_all([&](int k) { return control(k).written.load(std::memory_order_acquire) >= g + 1; }, deadline,
-                      what);
-  if (!s.ok()) return s;
-  read(g);
-  control(rank_).consumed.store(g + 1, std::memory_order_release);
+  steps_[g & 1] = StepInfo{shape, what};
   next_step_ = g + 1;
+  *step = g;
   return Status::Ok();
 }
 
-Status ShmCommunicator::allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
-                                              Clock::time_point deadline) {
-  uint64_t g = next_step_;
-  return step([&](unsigned char*) { control(rank_).desc[g & 1] = mine; },
-              [&](uint64_t step_no) {
-                all.resize(nranks_);
-                for (int k = 0; k < nranks_; ++k) all[k] = control(k).desc[step_no & 1];
-              },
-              deadline, "agreeing on the call");
+PartRegion ShmCommunicator::region(Step s, int dest) {
+  return steps_[s & 1].shape.part_in<PartRegion>(slot(rank_, s), dest);
 }
 
-Status ShmCommunicator::exchange(const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline) {
+Status ShmCommunicator::publish(Step s) {
   if (broken_) return broken_status();
-  const std::size_t max_rows = max_chunk_rows(spec);
-  if (max_rows == 0 && spec.rows_per_rank > 0) {
-    return Status::Error(StatusCode::ParamInvalid, window_too_small_message(window_bytes_, nranks_, spec));
-  }
-  Status consumer_status;
-  for (std::size_t row0 = 0; row0 < spec.rows_per_rank; row0 += max_rows) {
-    const std::size_t rows = std::min(max_rows, spec.rows_per_rank - row0);
-    const ChunkLayout l = chunk_layout(nranks_, rows, spec.x_row_bytes, spec.s_row_bytes);
-    auto write = [&](unsigned char* dst) {
-      for (int d = 0; d < nranks_; ++d) {
-        if (d == rank_) continue;  // this rank reads its own rows from its input directly
-        const std::size_t src_row = d * spec.rows_per_rank + row0;
-        unsigned char* part = dst + d * l.per_dest_bytes;
-        std::memcpy(part, spec.x + src_row * spec.x_row_bytes, rows * spec.x_row_bytes);
-        std::memcpy(part + l.x_bytes, spec.scales + src_row * spec.s_row_bytes, rows * spec.s_row_bytes);
-      }
-    };
-    auto read = [&](uint64_t g) {
-      if (!consumer_status.ok()) return;  // keep the protocol going, consume nothing more
-      for (int k = 0; k < nranks_; ++k) {
-        if (k == rank_) {
-          const std::size_t my_row = rank_ * spec.rows_per_rank + row0;
-          chunk_x_[k] = spec.x + my_row * spec.x_row_bytes;
-          chunk_scales_[k] = spec.scales + my_row * spec.s_row_bytes;
-          continue;
-        }
-        const unsigned char* part = slot(k, g) + rank_ * l.per_dest_bytes;
-        chunk_x_[k] = part;
-        chunk_scales_[k] = part + l.x_bytes;
-      }
-      Chunk c;
-      c.row_begin = row0;
-      c.rows = rows;
-      c.x = chunk_x_.data();
-      c.scales = chunk_scales_.data();
-      consumer_status = consume(c);
-    };
-    if (Status s = step(write, read, deadline, "exchanging data"); !s.ok()) return s;
-  }
-  return consumer_status;
-}
-
-Status ShmCommunicator::allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point deadline) {
-  if (broken_) return broken_status();
-  auto* base = static_cast<unsigned char*>(buf);
-  const std::size_t piece_max = slot_bytes();
-  for (std::size_t off = 0; off < block_bytes; off += piece_max) {
-    const std::size_t piece = std::min(piece_max, block_bytes - off);
-    auto write = [&](unsigned char* dst) { std::memcpy(dst, base + rank_ * block_bytes + off, piece); };
-    auto read = [&](uint64_t g) {
-      for (int k = 0; k < nranks_; ++k) {
-        if (k != rank_) std::memcpy(base + k * block_bytes + off, slot(k, g), piece);
-      }
-    };
-    if (Status s = step(write, read, deadline, "gathering results"); !s.ok()) return s;
-  }
+  control(rank_).written.store(s + 1, std::memory_order_release);
   return Status::Ok();
+}
+
+Status ShmCommunicator::wait_step(Step s, Clock::time_point deadline) {
+  if (broken_) return broken_status();
+  return wait_all([&](int k) { return control(k).written.load(std::memory_order_acquire) >= s + 1; }, deadline,
+                  steps_[s & 1].what);
+}
+
+PartView ShmCommunicator::view(Step s, int src) const {
+  return steps_[s & 1].shape.part_in<PartView>(static_cast<const unsigned char*>(slot(src, s)), rank_);
+}
+
+Status ShmCommunicator::release(Step s) {
+  if (broken_) return broken_status();
+  control(rank_).consumed.store(s + 1, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status ShmCommunicator::allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) {
+  if (bytes > kMaxRecordBytes) return Status::Error(StatusCode::InnerError, "records larger than kMaxRecordBytes");
+  StepShape shape;
+  shape.kind = StepShape::Kind::Same;
+  shape.seg_bytes[0] = bytes;
+  Step g = 0;
+  if (Status s = begin_step(shape, "agreeing on the call", deadline, &g); !s.ok()) return s;
+  std::memcpy(control(rank_).record[g & 1], mine, bytes);
+  if (Status s = publish(g); !s.ok()) return s;
+  if (Status s = wait_step(g, deadline); !s.ok()) return s;
+  for (int k = 0; k < nranks_; ++k) std::memcpy(static_cast<unsigned char*>(all) + k * bytes, control(k).record[g & 1], bytes);
+  return release(g);
 }
 
 }  // namespace qcoll::comm

@@ -2,22 +2,23 @@
 // through a segment that every rank maps (see shm_segment.hpp; set up over MPI by
 // comm/mpi/process_communicator.cpp, or by any other rendezvous).
 //
-// Segment: a header, one control block per rank (step counters, pid, state, two call
-// descriptors) and one window of HCCL_BUFFSIZE MB per rank, split into two slots.
-// Every collective is a sequence of steps numbered 0, 1, 2, ... identically on all ranks.
-// Step g uses slot g % 2. Rank r, in step g:
-//   1. waits until every rank has consumed step g-2 (its slot is about to be overwritten),
-//      i.e. consumed[k] >= g - 1 for all k;
-//   2. writes its contribution into its own slot, then publishes written[r] = g + 1;
-//   3. waits until written[k] >= g + 1 for all k, reads its peers' slots in place;
-//   4. publishes consumed[r] = g + 1.
+// Segment: a header, one control block per rank (step counters, pid, state, two records)
+// and one window of HCCL_BUFFSIZE MB per rank, split into two slots. The step primitives of
+// communicator.hpp, for step g (numbered identically on all ranks; slot g % 2):
+//   begin_step:  waits until every rank has released step g-2 (consumed[k] >= g - 1), whose
+//                slot this rank is about to overwrite; fails at once if a peer is marked failed;
+//   region:      this rank's own slot (destination d's part at d * part_bytes);
+//   publish:     written[r] = g + 1 (release);
+//   wait_step:   waits until written[k] >= g + 1 for all k;
+//   view:        peer k's slot, read in place (this rank's part in it);
+//   release:     consumed[r] = g + 1.
 // So a rank fills the next slot while its peers still read the previous one (double
-// buffering), and never overwrites data a peer has not finished reading. (Step 3 of g+1
-// already implies step 1 of g+2, since a rank writes step g+1 only after reading step g;
-// the explicit wait of step 1 keeps the rule visible and costs one load per rank.) Waiting is polite
-// spinning against the caller's deadline; a peer that left, failed or died (its pid is gone)
-// ends the wait at once with RUNTIME_ERROR; a timeout also does, and marks this rank failed
-// so that its peers stop waiting too. After any such failure the communicator is broken.
+// buffering), and never overwrites data a peer has not finished reading. Records
+// (allgather_records) are steps too, held in the control block. Waiting is polite spinning
+// against the caller's deadline; a peer that left, failed or died (its pid is gone) ends the
+// wait at once with RUNTIME_ERROR; a timeout also does, and marks this rank failed (saying
+// that it timed out) so that its peers stop waiting too, and a rank that was absent learns
+// at its next step that the group broke. After any such failure the communicator is broken.
 #pragma once
 #include <sys/types.h>
 
@@ -49,12 +50,15 @@ class ShmCommunicator final : public Communicator {
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "shm"; }
   std::size_t window_bytes() const override { return window_bytes_; }
-  std::size_t max_chunk_rows(const ExchangeSpec& spec) const override;
 
-  Status allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
-                               Clock::time_point deadline) override;
-  Status exchange(const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline) override;
-  Status allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point deadline) override;
+  Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
+  std::size_t max_part_bytes(StepShape::Kind kind) const override;
+  Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
+  PartRegion region(Step s, int dest) override;
+  Status publish(Step s) override;
+  Status wait_step(Step s, Clock::time_point deadline) override;
+  PartView view(Step s, int src) const override;
+  Status release(Step s) override;
 
   bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return !broken_; }
@@ -68,9 +72,10 @@ class ShmCommunicator final : public Communicator {
     std::atomic<uint64_t> written;   // steps this rank has published
     std::atomic<uint64_t> consumed;  // steps this rank has finished reading
     std::atomic<uint32_t> state;     // kState*
+    std::atomic<uint32_t> failure;   // kFailure*: why it failed (state kStateFailed)
     std::atomic<int32_t> pid;
     std::atomic<uint64_t> pid_ns;  // inode of its pid namespace: pids compare only within one
-    CallDescriptor desc[2];          // the descriptor of step g lives in desc[g % 2]
+    unsigned char record[2][kMaxRecordBytes];  // the record of step g lives in record[g % 2]
   };
   struct Header {
     uint64_t magic;
@@ -78,6 +83,12 @@ class ShmCommunicator final : public Communicator {
     int32_t nranks;
   };
   static constexpr uint32_t kStateAbsent = 0, kStateActive = 1, kStateLeft = 2, kStateFailed = 3;
+  static constexpr uint32_t kFailureOther = 0, kFailureTimeout = 1;
+  // What this rank knows of one of its steps in flight.
+  struct StepInfo {
+    StepShape shape;
+    const char* what = "";
+  };
   static std::size_t controls_offset();
   static std::size_t windows_offset(int nranks);
 
@@ -85,14 +96,13 @@ class ShmCommunicator final : public Communicator {
   unsigned char* slot(int k, uint64_t step) const;  // rank k's slot for step
   std::size_t slot_bytes() const { return window_bytes_ / 2; }
 
-  // One step of the protocol above: write(my slot) then read(step) once every rank wrote.
-  template <class Write, class Read>
-  Status step(const Write& write, const Read& read, Clock::time_point deadline, const char* what);
   // Waits until pred(k) holds for every rank k.
   template <class Pred>
   Status wait_all(const Pred& pred, Clock::time_point deadline, const char* what);
   Status peer_gone(int k) const;  // RUNTIME_ERROR if rank k left, failed or died; else Ok
-  Status fail(Status s);          // marks this rank failed and the communicator broken
+  Status peer_failed(int k) const;  // RUNTIME_ERROR if rank k is marked failed; else Ok
+  // Marks this rank failed (why: kFailure*) and the communicator broken.
+  Status fail(Status s, uint32_t why = kFailureOther);
   Status broken_status() const;
 
   std::string name_;
@@ -106,7 +116,7 @@ class ShmCommunicator final : public Communicator {
   uint64_t pid_ns_ = 0;  // this process's pid namespace (0: unknown)
   std::string broken_reason_;
   uint64_t next_step_ = 0;
-  std::vector<const uint8_t*> chunk_x_, chunk_scales_;
+  StepInfo steps_[2];  // by parity
 };
 
 }  // namespace qcoll::comm

@@ -29,96 +29,85 @@ Status runtime_error(std::string msg) {
 
 }  // namespace
 
-// Everything the ranks of one group share. All fields are guarded by `mu`.
+// Everything the ranks of one group share. All fields are guarded by `mu`, except that a
+// rank's own slot contents are written by that rank alone between begin_step and publish
+// and read by its peers between their wait_step and release (ordered by the mutex).
 struct ThreadGroup::State {
-  struct Published {
-    const uint8_t* x = nullptr;
-    const uint8_t* scales = nullptr;
-    std::size_t x_row_bytes = 0;
-    std::size_t s_row_bytes = 0;
-    std::size_t rows_per_rank = 0;
-    const uint8_t* buf = nullptr;  // allgather_inplace
-    std::size_t block_bytes = 0;
+  // One rank's step of one parity.
+  struct Slot {
+    const char* what = "";  // the step's name (a string literal): ranks must agree
+    StepShape shape;
+    bool exposed = false;         // parts[] point at the rank's own memory
+    std::vector<PartView> parts;  // exposed parts by destination (Same: [0])
+    std::vector<uint8_t> buf;     // region() memory
   };
 
   State(std::string nm, int size)
-      : name(std::move(nm)), n(size), joined(size, false), entered(size, 0), where(size, ""),
-        desc_seq(size, 0), pub(size) {
-    desc[0].resize(size);
-    desc[1].resize(size);
-  }
+      : name(std::move(nm)), n(size), joined(size, false), begun(size, 0), written(size, 0),
+        consumed(size, 0), slots(static_cast<std::size_t>(size) * 2) {}
 
   const std::string name;
   const int n;
 
   mutable std::mutex mu;
   std::condition_variable cv;
+  int waiters = 0;  // threads inside cv.wait
   std::vector<bool> joined;
 
-  // Barrier: `arrived` ranks wait in generation `generation`; entered[r] counts the
-  // barriers rank r entered (to name the missing ranks after a timeout).
-  int arrived = 0;
-  uint64_t generation = 0;
-  std::vector<uint64_t> entered;
-  std::vector<const char*> where;  // the step each rank entered last (string literals)
+  // Step counters per rank: steps begun, published, released.
+  std::vector<uint64_t> begun, written, consumed;
+  std::vector<Slot> slots;  // rank r's slot of parity p at [2 * r + p]
+  std::vector<const char*> last_what = std::vector<const char*>(n, "");
 
   bool broken = false;
   std::string broken_reason;
 
-  // Descriptor slots, double-buffered by each rank's call sequence parity: a rank can write
-  // slot (s+2)&1 only after the barrier of call s+1, which every rank enters after reading
-  // call s.
-  std::vector<CallDescriptor> desc[2];
-  std::vector<uint64_t> desc_seq;
-
-  std::vector<Published> pub;
+  Slot& slot(int r, uint64_t step) { return slots[2 * static_cast<std::size_t>(r) + (step & 1)]; }
 
   Status broken_status() const {
     return runtime_error("group '" + name + "' (threads) is broken: " + broken_reason +
                          "; every later call fails: destroy the group and create it again");
   }
+  void notify() {
+    if (waiters > 0) cv.notify_all();
+  }
+  void break_group(std::string why) {
+    broken = true;
+    broken_reason = std::move(why);
+    cv.notify_all();
+  }
 
-  // Waits (lock held on entry and exit) until every rank entered this barrier or the
-  // deadline passes; a timeout breaks the group.
-  Status barrier(std::unique_lock<std::mutex>& lk, int rank, Clock::time_point deadline,
-                 const char* what) {
+  // Waits (lock held) until behind(k) is false for every rank k, or the deadline passes:
+  // a timeout breaks the group and names the ranks still behind.
+  template <class Behind>
+  Status wait_for(std::unique_lock<std::mutex>& lk, int rank, Clock::time_point deadline, const char* what,
+                  const Behind& behind) {
+    auto all_there = [&] {
+      for (int k = 0; k < n; ++k)
+        if (behind(k)) return false;
+      return true;
+    };
+    ++waiters;
+    const bool done = cv.wait_until(lk, deadline, [&] { return broken || all_there(); });
+    --waiters;
     if (broken) return broken_status();
-    const uint64_t gen = generation;
-    ++entered[rank];
-    where[rank] = what;
-    if (++arrived == n) {
-      // Every rank must be in the same step of the same collective; a mismatch would pair
-      // unrelated steps silently, so it breaks the group instead.
-      for (int k = 0; k < n; ++k) {
-        if (std::strcmp(where[k], what) == 0) continue;
-        broken = true;
-        broken_reason = "ranks out of step: rank " + std::to_string(k) + " in " + where[k] +
-                        ", rank " + std::to_string(rank) + " in " + what;
-        cv.notify_all();
-        return broken_status();
-      }
-      arrived = 0;
-      ++generation;
-      cv.notify_all();
-      return Status::Ok();
-    }
-    cv.wait_until(lk, deadline, [&] { return generation != gen || broken; });
-    if (generation != gen) return Status::Ok();
-    if (broken) return broken_status();
+    if (done) return Status::Ok();
     std::string missing;
     for (int k = 0; k < n; ++k)
-      if (entered[k] < entered[rank]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-    broken = true;
-    broken_reason = "rank " + std::to_string(rank) + " timed out (QCOLL_TIMEOUT_S) in " + what +
-                    " waiting for rank(s) " + missing;
-    cv.notify_all();
+      if (behind(k)) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+    break_group("rank " + std::to_string(rank) + " timed out (QCOLL_TIMEOUT_S) while " + what +
+                ", waiting for rank(s) " + missing);
     return runtime_error("group '" + name + "' (threads): rank " + std::to_string(rank) +
-                         " timed out (QCOLL_TIMEOUT_S) in " + what + " waiting for rank(s) " +
-                         missing + "; the group is now broken: destroy it and create it again");
+                         " timed out (QCOLL_TIMEOUT_S) while " + what + ", waiting for rank(s) " + missing +
+                         "; the group is now broken: destroy it and create it again");
   }
 };
 
 namespace {
+
+bool same_shape(const StepShape& a, const StepShape& b) {
+  return a.kind == b.kind && a.seg_bytes[0] == b.seg_bytes[0] && a.seg_bytes[1] == b.seg_bytes[1];
+}
 
 class ThreadRankCommunicator final : public Communicator {
  public:
@@ -144,102 +133,106 @@ class ThreadRankCommunicator final : public Communicator {
     return s_->broken ? s_->broken_reason : std::string();
   }
 
-  Status allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
-                               Clock::time_point deadline) override {
+  bool can_expose() const override { return true; }
+
+  Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override {
+    StepShape shape;
+    shape.kind = StepShape::Kind::Same;
+    shape.seg_bytes[0] = bytes;
+    Step s = 0;
+    if (Status st = begin_step(shape, "agreeing on the call", deadline, &s); !st.ok()) return st;
+    std::memcpy(region(s, 0).seg[0], mine, bytes);
+    if (Status st = publish(s); !st.ok()) return st;
+    if (Status st = wait_step(s, deadline); !st.ok()) return st;
+    for (int k = 0; k < s_->n; ++k) std::memcpy(static_cast<uint8_t*>(all) + k * bytes, view(s, k).seg[0], bytes);
+    return release(s);
+  }
+
+  Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override {
     std::unique_lock<std::mutex> lk(s_->mu);
     if (s_->broken) return s_->broken_status();
-    auto& slot = s_->desc[s_->desc_seq[rank_]++ & 1];
-    slot[rank_] = mine;
-    Status st = s_->barrier(lk, rank_, deadline, "the call agreement");
-    if (!st.ok()) return st;
-    all = slot;
+    const uint64_t g = s_->begun[rank_];
+    if (g != s_->written[rank_]) return runtime_error("thread transport: step begun twice without publish");
+    // Slot g % 2 held step g-2: every rank must have released it.
+    if (g >= 2) {
+      Status st = s_->wait_for(lk, rank_, deadline, what, [&](int k) { return s_->consumed[k] + 1 < g; });
+      if (!st.ok()) return st;
+    }
+    ThreadGroup::State::Slot& sl = s_->slot(rank_, g);
+    sl.what = what;
+    sl.shape = shape;
+    sl.exposed = false;
+    const std::size_t nparts = shape.kind == StepShape::Kind::Same ? 1 : static_cast<std::size_t>(s_->n);
+    sl.parts.assign(nparts, PartView{});
+    lk.unlock();  // the slot is this rank's alone until it publishes
+    const std::size_t bytes = nparts * shape.part_bytes();
+    if (sl.buf.size() < bytes) sl.buf.resize(bytes);
+    lk.lock();
+    s_->begun[rank_] = g + 1;
+    s_->last_what[rank_] = what;
+    *step = g;
     return Status::Ok();
   }
 
-  Status exchange(const ExchangeSpec& spec, const ChunkConsumer& consume,
-                  Clock::time_point deadline) override {
-    const int n = s_->n;
-    std::vector<const uint8_t*> xs(n), ss(n);
-    Status result;
-    {
-      std::unique_lock<std::mutex> lk(s_->mu);
-      if (s_->broken) return s_->broken_status();
-      auto& p = s_->pub[rank_];
-      p.x = spec.x;
-      p.scales = spec.scales;
-      p.x_row_bytes = spec.x_row_bytes;
-      p.s_row_bytes = spec.s_row_bytes;
-      p.rows_per_rank = spec.rows_per_rank;
-      Status st = s_->barrier(lk, rank_, deadline, "the exchange (publish)");
-      if (!st.ok()) return st;
-      for (int k = 0; k < n; ++k) {
-        const auto& q = s_->pub[k];
-        if (q.x_row_bytes != spec.x_row_bytes || q.s_row_bytes != spec.s_row_bytes ||
-            q.rows_per_rank != spec.rows_per_rank) {
-          result = runtime_error("group '" + s_->name + "' (threads): rank " + std::to_string(k) +
-                                 " exchanges a different layout than rank " +
-                                 std::to_string(rank_));
-          break;
-        }
-        const std::size_t first = static_cast<std::size_t>(rank_) * spec.rows_per_rank;
-        xs[k] = q.x + first * q.x_row_bytes;
-        ss[k] = q.scales + first * q.s_row_bytes;
-      }
-    }
-    if (result.ok() && spec.rows_per_rank > 0) {
-      Chunk c;
-      c.row_begin = 0;
-      c.rows = spec.rows_per_rank;
-      c.x = xs.data();
-      c.scales = ss.data();
-      try {
-        result = consume(c);
-      } catch (const std::bad_alloc&) {
-        result = Status::Error(StatusCode::InnerError, "out of memory while reducing");
-      } catch (const std::exception& e) {
-        result = Status::Error(StatusCode::InnerError, std::string("reduction failed: ") + e.what());
-      }
-    }
-    std::unique_lock<std::mutex> lk(s_->mu);
-    Status st = s_->barrier(lk, rank_, deadline, "the exchange (release)");
-    return result.ok() ? st : result;
+  PartRegion region(Step s, int dest) override {
+    ThreadGroup::State::Slot& sl = s_->slot(rank_, s);
+    return sl.shape.part_in<PartRegion>(sl.buf.data(), dest);
   }
 
-  Status allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point deadline) override {
-    const int n = s_->n;
-    auto* mine = static_cast<uint8_t*>(buf);
-    std::vector<const uint8_t*> peers(n);
-    Status result;
-    {
-      std::unique_lock<std::mutex> lk(s_->mu);
-      if (s_->broken) return s_->broken_status();
-      s_->pub[rank_].buf = mine;
-      s_->pub[rank_].block_bytes = block_bytes;
-      Status st = s_->barrier(lk, rank_, deadline, "the all-gather (publish)");
-      if (!st.ok()) return st;
-      for (int k = 0; k < n; ++k) {
-        if (s_->pub[k].block_bytes != block_bytes) {
-          result = runtime_error("group '" + s_->name + "' (threads): rank " + std::to_string(k) +
-                                 " all-gathers blocks of a different size than rank " +
-                                 std::to_string(rank_));
-          break;
-        }
-        peers[k] = s_->pub[k].buf;
-      }
-    }
-    if (result.ok()) {
-      for (int k = 0; k < n; ++k) {
-        if (k == rank_ || block_bytes == 0) continue;
-        const std::size_t off = static_cast<std::size_t>(k) * block_bytes;
-        std::memcpy(mine + off, peers[k] + off, block_bytes);
-      }
-    }
+  void expose(Step s, int dest, const PartView& part) override {
+    ThreadGroup::State::Slot& sl = s_->slot(rank_, s);
+    sl.exposed = true;
+    sl.parts[sl.shape.kind == StepShape::Kind::Same ? 0 : dest] = part;
+  }
+
+  Status publish(Step s) override { return advance(s_->written, s + 1); }
+
+  Status wait_step(Step s, Clock::time_point deadline) override {
     std::unique_lock<std::mutex> lk(s_->mu);
-    Status st = s_->barrier(lk, rank_, deadline, "the all-gather (release)");
-    return result.ok() ? st : result;
+    if (s_->broken) return s_->broken_status();
+    const ThreadGroup::State::Slot& mine = s_->slot(rank_, s);
+    Status st = s_->wait_for(lk, rank_, deadline, mine.what, [&](int k) { return s_->written[k] < s + 1; });
+    if (!st.ok()) return st;
+    // Every rank must be in the same step of the same collective; a mismatch would pair
+    // unrelated steps silently, so it breaks the group instead.
+    for (int k = 0; k < s_->n; ++k) {
+      const ThreadGroup::State::Slot& theirs = s_->slot(k, s);
+      if (std::strcmp(theirs.what, mine.what) != 0 || !same_shape(theirs.shape, mine.shape)) {
+        s_->break_group("ranks out of step: rank " + std::to_string(k) + " " + theirs.what + ", rank " +
+                        std::to_string(rank_) + " " + mine.what +
+                        (std::strcmp(theirs.what, mine.what) == 0 ? " with a different layout" : ""));
+        return s_->broken_status();
+      }
+    }
+    return Status::Ok();
+  }
+
+  PartView view(Step s, int src) const override {
+    const ThreadGroup::State::Slot& sl = s_->slot(src, s);
+    if (sl.exposed) return sl.parts[sl.shape.kind == StepShape::Kind::Same ? 0 : rank_];
+    return sl.shape.part_in<PartView>(static_cast<const uint8_t*>(sl.buf.data()), rank_);
+  }
+
+  Status release(Step s) override { return advance(s_->consumed, s + 1); }
+
+  Status drain(Clock::time_point deadline) override {
+    std::unique_lock<std::mutex> lk(s_->mu);
+    if (s_->broken) return s_->broken_status();
+    const uint64_t mine = s_->written[rank_];
+    return s_->wait_for(lk, rank_, deadline, s_->last_what[rank_],
+                        [&](int k) { return s_->consumed[k] < mine; });
   }
 
  private:
+  // Sets this rank's step counter (written or consumed) and wakes the waiting peers.
+  Status advance(std::vector<uint64_t>& counter, uint64_t value) {
+    std::lock_guard<std::mutex> lk(s_->mu);
+    if (s_->broken) return s_->broken_status();
+    counter[rank_] = value;
+    s_->notify();
+    return Status::Ok();
+  }
+
   std::shared_ptr<ThreadGroup::State> s_;
   const int rank_;
 };

@@ -1,8 +1,10 @@
 // The in-process transport: n threads of one process act as the ranks of a group.
 //
-// Zero copy: during an exchange every rank publishes pointers to its input buffers and
-// reads its peers' buffers directly; a final barrier keeps every buffer valid until all
-// ranks finished reading. Every wait is bounded by the call's deadline. A timeout leaves
+// The step primitives of communicator.hpp over step counters in shared memory of the
+// process, guarded by one mutex. Zero copy: a rank exposes pointers into its own buffers
+// (its input rows, its output block) and its peers read them in place; drain() keeps every
+// buffer valid until all ranks finished reading. Slots for data that must be written
+// somewhere (records, region()) are heap buffers of the group, grown on demand. Every wait is bounded by the call's deadline. A timeout leaves
 // the ranks out of step, so it breaks the whole group for good: every later call on any
 // rank fails at once with RUNTIME_ERROR saying why; destroy the group and create a new one.
 #pragma once

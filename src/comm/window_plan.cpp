@@ -1,6 +1,8 @@
 #include "comm/window_plan.hpp"
 
-#include "comm/communicator.hpp"
+#include <algorithm>
+
+#include "comm/collectives.hpp"
 
 namespace qcoll::comm {
 
@@ -13,15 +15,22 @@ ChunkLayout chunk_layout(int nranks, std::size_t rows, std::size_t x_row_bytes, 
   return l;
 }
 
-std::size_t max_chunk_rows_for_window(std::size_t window_bytes, int nranks, const ExchangeSpec& spec) {
-  const std::size_t avail = contract::window_slot_bytes(window_bytes);
-  const std::size_t row_bytes = spec.x_row_bytes + spec.s_row_bytes;
-  if (nranks <= 0 || row_bytes == 0) return spec.rows_per_rank;
-  std::size_t rows = avail / (static_cast<std::size_t>(nranks) * row_bytes);
-  if (rows > spec.rows_per_rank) rows = spec.rows_per_rank;
+std::size_t max_rows_for_part(std::size_t max_part, std::size_t x_row_bytes, std::size_t s_row_bytes,
+                              std::size_t rows) {
+  const std::size_t row_bytes = x_row_bytes + s_row_bytes;
+  if (row_bytes == 0) return rows;
+  std::size_t r = std::min(rows, max_part / row_bytes);
   // Rounding each part up to 512 bytes can push the estimate over; step down until it fits.
-  while (rows > 0 && chunk_layout(nranks, rows, spec.x_row_bytes, spec.s_row_bytes).total_bytes > avail) --rows;
-  return rows;
+  while (r > 0 && round_up(r * x_row_bytes, kWindowPartAlign) + round_up(r * s_row_bytes, kWindowPartAlign) > max_part)
+    --r;
+  return r;
+}
+
+std::size_t max_chunk_rows_for_window(std::size_t window_bytes, int nranks, const ExchangeSpec& spec) {
+  if (nranks <= 0) return spec.rows_per_rank;
+  // A slot holds one part per destination: nranks * part <= the slot.
+  return max_rows_for_part(contract::window_slot_bytes(window_bytes) / static_cast<std::size_t>(nranks), spec.x_row_bytes,
+                           spec.s_row_bytes, spec.rows_per_rank);
 }
 
 std::string window_too_small_message(std::size_t window_bytes, int nranks, const ExchangeSpec& spec) {

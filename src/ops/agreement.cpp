@@ -17,14 +17,14 @@ std::string op_string(int32_t op) {
 std::string dtype_string(int32_t t) {
   return is_known_dtype(t) ? std::string(dtype_name(static_cast<DType>(t))) : std::to_string(t);
 }
-std::string shape_of(const comm::CallDescriptor& d) {
+std::string shape_of(const CallDescriptor& d) {
   std::string s = "[";
   for (int i = 0; i < d.ndim && i < 3; ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);
   return s + "]";
 }
 
 // The first field on which b differs from a: "x dtype: float8_e5m2 (rank 2) vs int8 (rank 0)".
-std::string first_difference(const comm::CallDescriptor& a, int ra, const comm::CallDescriptor& b,
+std::string first_difference(const CallDescriptor& a, int ra, const CallDescriptor& b,
                              int rb) {
   auto both = [&](const std::string& field, const std::string& va, const std::string& vb) {
     return field + ": " + vb + " (rank " + std::to_string(rb) + ") vs " + va + " (rank " +
@@ -41,19 +41,22 @@ std::string first_difference(const comm::CallDescriptor& a, int ra, const comm::
 
 }  // namespace
 
-Status check_agreement(const std::vector<comm::CallDescriptor>& all, const std::string& group) {
+Status check_agreement(const std::vector<CallDescriptor>& all, const std::string& group) {
   std::string failed;
   for (std::size_t k = 0; k < all.size(); ++k) {
     if (all[k].local_status == 0) continue;
     failed += (failed.empty() ? "rank " : ", rank ") + std::to_string(k) + " (" +
-              std::string(status_name(static_cast<StatusCode>(all[k].local_status))) + ")";
+              (all[k].local_status == kLocalStatusNotRun
+                   ? std::string("destroyed its executor instead of running it")
+                   : std::string(status_name(static_cast<StatusCode>(all[k].local_status)))) +
+              ")";
   }
   if (!failed.empty())
     return Status::Error(StatusCode::RuntimeError,
                          "group '" + group + "': the call failed its checks on " + failed +
                              " (see that rank's message); no rank moved data");
   for (std::size_t k = 1; k < all.size(); ++k) {
-    if (comm::same_call(all[0], all[k])) continue;
+    if (same_call(all[0], all[k])) continue;
     return Status::Error(StatusCode::RuntimeError,
                          "group '" + group + "': ranks disagree on the call: " +
                              first_difference(all[0], 0, all[k], static_cast<int>(k)) +
@@ -62,13 +65,13 @@ Status check_agreement(const std::vector<comm::CallDescriptor>& all, const std::
   return Status::Ok();
 }
 
-Status report_local_failure(comm::Communicator& c, const comm::CallDescriptor& partial,
-                            StatusCode code) {
+Status report_local_failure(comm::Communicator& c, const CallDescriptor& partial,
+                            int32_t local_status) {
   if (!c.usable()) return Status::Error(StatusCode::RuntimeError, c.broken_reason());
-  comm::CallDescriptor d = partial;
-  d.local_status = static_cast<int32_t>(code);
-  std::vector<comm::CallDescriptor> all;
-  return c.allgather_descriptors(d, all, comm::Clock::now() + call_timeout());
+  CallDescriptor d = partial;
+  d.local_status = local_status;
+  std::vector<CallDescriptor> all;
+  return allgather_descriptors(c, d, all, comm::Clock::now() + call_timeout());
 }
 
 }  // namespace qcoll::ops

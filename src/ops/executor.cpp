@@ -1,9 +1,13 @@
 #include "ops/executor.hpp"
 
+#include <atomic>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "comm/collectives.hpp"
 #include "comm/registry.hpp"
 #include "kernels/dequant_reduce.hpp"
 #include "ops/agreement.hpp"
@@ -11,11 +15,19 @@
 #include "ops/timeout.hpp"
 
 namespace qcoll::ops {
+
+namespace testing {
+namespace {
+std::atomic<ReduceFaultForTest> g_reduce_fault{nullptr};
+}  // namespace
+void set_reduce_fault_for_test(ReduceFaultForTest hook) { g_reduce_fault.store(hook, std::memory_order_release); }
+}  // namespace testing
+
 namespace {
 
 // The descriptor a rank that failed phase one contributes: what it knows of its call.
-comm::CallDescriptor partial_descriptor(const OpRequest& req) {
-  comm::CallDescriptor d;
+CallDescriptor partial_descriptor(const OpRequest& req) {
+  CallDescriptor d;
   d.op = static_cast<int32_t>(req.op);
   if (req.x != nullptr) {
     d.x_dtype = req.x->dtype;
@@ -44,7 +56,8 @@ Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
   if (!st.ok()) {
     // Take part in this call's agreement if the group resolves, so peers fail fast.
     if (req.group != nullptr && comm::check_group_name(req.group, "group").ok()) {
-      if (auto c = comm::resolve(req.group)) report_local_failure(*c, partial_descriptor(req), st.code);
+      if (auto c = comm::resolve(req.group))
+        report_local_failure(*c, partial_descriptor(req), static_cast<int32_t>(st.code));
     }
     return st;
   }
@@ -55,10 +68,12 @@ Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
 }
 
 void Executor::report_failure(StatusCode code) {
-  report_local_failure(*call_.comm, call_.descriptor(), code);
+  report_local_failure(*call_.comm, call_.descriptor(), static_cast<int32_t>(code));
 }
 
-Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
+void Executor::report_not_run() { report_local_failure(*call_.comm, call_.descriptor(), kLocalStatusNotRun); }
+
+Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) {
   comm::Communicator& c = *call_.comm;
   const std::size_t H = call_.H;
   const std::size_t osz = call_.out_elem_bytes();
@@ -69,30 +84,51 @@ Status Executor::compute(uint8_t* dst, comm::Clock::time_point deadline) {
   const int n = c.size();
   const ValidatedCall& vc = call_;
   const int threads = rank_threads(c.local_size());
-  auto consume = [&vc, mine, H, osz, n, threads](const comm::Chunk& chunk) -> Status {
-    kernels::ReduceArgs a;
-    a.x_dtype = vc.x_dtype;
-    a.scales_dtype = vc.scales_dtype;
-    a.out_dtype = vc.out_dtype;
-    a.nsrc = n;
-    a.x = chunk.x;
-    a.scales = chunk.scales;
-    a.count = chunk.rows * H;
-    a.out = mine + chunk.row_begin * H * osz;
-    kernels::dequant_reduce_parallel(a, threads);
-    return Status::Ok();
-  };
-  Status st = c.exchange(call_.exchange_spec(), consume, deadline);
-  if (call_.op == OpKind::ReduceScatter) return st;
-  if (!st.ok()) {
-    // Stay in step with the peers (they go on to the all-gather) without touching dst.
-    if (c.usable()) {
-      std::vector<uint8_t> scratch(call_.out_bytes());
-      c.allgather_inplace(scratch.data(), block_bytes, deadline);
+  const testing::ReduceFaultForTest fault = testing::g_reduce_fault.load(std::memory_order_acquire);
+  auto consume = [&vc, &c, fault, mine, H, osz, n, threads](const comm::Chunk& chunk) -> Status {
+    // The one place where an exception of the reduction is caught: it becomes this rank's
+    // status, and the exchange completes its protocol with the peers.
+    try {
+      if (fault != nullptr) {
+        if (Status f = fault(c.name(), c.rank(), chunk.row_begin); !f.ok()) return f;
+      }
+      kernels::ReduceArgs a;
+      a.x_dtype = vc.x_dtype;
+      a.scales_dtype = vc.scales_dtype;
+      a.out_dtype = vc.out_dtype;
+      a.nsrc = n;
+      a.x = chunk.x;
+      a.scales = chunk.scales;
+      a.count = chunk.rows * H;
+      a.out = mine + chunk.row_begin * H * osz;
+      kernels::dequant_reduce_parallel(a, threads);
+      return Status::Ok();
+    } catch (const std::bad_alloc&) {
+      return Status::Error(StatusCode::InnerError, "out of memory while reducing");
+    } catch (const std::exception& e) {
+      return Status::Error(StatusCode::InnerError, std::string("reduction failed: ") + e.what());
+    } catch (...) {
+      return Status::Error(StatusCode::InnerError, "reduction failed: unknown exception");
     }
-    return st;
-  }
-  return c.allgather_inplace(dst, block_bytes, deadline);
+  };
+  return comm::exchange(c, call_.exchange_spec(), consume, deadline);
+}
+
+Status Executor::agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence) {
+  comm::Communicator& c = *call_.comm;
+  CallDescriptor outcome = call_.descriptor();
+  outcome.local_status = static_cast<int32_t>(mine.ok() ? StatusCode::Success : mine.code);
+  std::vector<CallDescriptor> all;
+  Status st = allgather_descriptors(c, outcome, all, deadline);
+  if (!mine.ok()) return mine;
+  if (!st.ok()) return st;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    if (all[k].local_status != 0)
+      return Status::Error(StatusCode::RuntimeError,
+                           "group '" + c.name() + "': rank " + std::to_string(k) + " failed while moving data (" +
+                               std::string(status_name(static_cast<StatusCode>(all[k].local_status))) + "); " +
+                               consequence);
+  return Status::Ok();
 }
 
 Status Executor::run(void* workspace, uint64_t workspace_size) {
@@ -120,40 +156,45 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
   }
 
   const auto deadline = comm::Clock::now() + call_timeout();
-  comm::CallDescriptor mine = call_.descriptor();
+  CallDescriptor mine = call_.descriptor();
   mine.local_status = static_cast<int32_t>(local.code);
-  std::vector<comm::CallDescriptor> all;
-  Status st = c.allgather_descriptors(mine, all, deadline);
+  std::vector<CallDescriptor> all;
+  Status st = allgather_descriptors(c, mine, all, deadline);
   if (!local.ok()) return local;
   if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
   if (Status agree = check_agreement(all, c.name()); !agree.ok())
     return Status::Error(agree.code, prefixed(op, agree.message));
 
-  if (!c.may_fail_mid_call()) {
-    st = compute(call_.out, deadline);
-    if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
+  const bool staged = c.may_fail_mid_call();
+  const std::size_t block_bytes = call_.rows_per_rank() * call_.H * call_.out_elem_bytes();
+  uint8_t* dst = staged ? static_cast<uint8_t*>(workspace) : call_.out;
+  st = reduce_scatter(dst, deadline);
+  auto failed = [&](const Status& s) { return Status::Error(s.code, prefixed(op, s.message)); };
+  auto broken = [&](const Status& s) {
+    return Status::Error(s.ok() ? StatusCode::RuntimeError : s.code, prefixed(op, s.ok() ? c.broken_reason() : s.message));
+  };
+  if (!c.usable()) return broken(st);
+
+  if (!staged) {
+    // Written in place: agree on the outcome before the all-gather, so that a rank whose
+    // reduction failed fails every rank and no rank gathers its block.
+    st = agree_outcome(st, deadline, "the output, written in place on this transport, is not valid");
+    if (!st.ok()) return failed(st);
+    if (op == OpKind::AllReduce) {
+      if (st = comm::allgather_blocks(c, dst, block_bytes, deadline); !st.ok()) return failed(st);
+    }
     return Status::Ok();
   }
 
   // Staged: compute into the workspace, agree on the outcome, then publish to the output.
-  st = compute(static_cast<uint8_t*>(workspace), deadline);
-  if (!c.usable()) {
-    return Status::Error(StatusCode::RuntimeError,
-                         prefixed(op, st.ok() ? c.broken_reason() : st.message));
+  // (A rank whose reduction failed still takes part in the all-gather: its peers are in it.)
+  if (op == OpKind::AllReduce) {
+    Status gathered = comm::allgather_blocks(c, dst, block_bytes, deadline);
+    if (st.ok()) st = gathered;
   }
-  comm::CallDescriptor outcome = call_.descriptor();
-  outcome.local_status = static_cast<int32_t>(st.ok() ? StatusCode::Success : st.code);
-  Status st2 = c.allgather_descriptors(outcome, all, deadline);
-  if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
-  if (!st2.ok()) return Status::Error(st2.code, prefixed(op, st2.message));
-  for (std::size_t k = 0; k < all.size(); ++k)
-    if (all[k].local_status != 0)
-      return Status::Error(StatusCode::RuntimeError,
-                           prefixed(op, "group '" + c.name() + "': rank " + std::to_string(k) +
-                                            " failed while moving data (" +
-                                            std::string(status_name(static_cast<StatusCode>(
-                                                all[k].local_status))) +
-                                            "); output left untouched"));
+  if (!c.usable()) return broken(st);
+  st = agree_outcome(st, deadline, "output left untouched");
+  if (!st.ok()) return failed(st);
   std::memcpy(call_.out, workspace, call_.out_bytes());
   return Status::Ok();
 }

@@ -6,13 +6,19 @@
 //
 // Phase two (Executor::run): all-gather the CallDescriptors (bounded by QCOLL_TIMEOUT_S);
 // any disagreement or failed rank -> RUNTIME_ERROR on every rank, nothing written. Then the
-// exchange calls the dequant-reduce kernel on each chunk. QuantAllReduce reduce-scatters
-// into its own row block of the output, then all-gathers the blocks in place. When the
+// exchange (comm/collectives.hpp) calls the dequant-reduce kernel on each chunk; an
+// exception from it is caught here, once, and becomes this rank's status while the
+// exchange completes its protocol with the peers. QuantAllReduce reduce-scatters into its
+// own row block of the output, then all-gathers the blocks in place. A second agreement
+// (the outcome) tells every rank whether every rank's reduction succeeded: when the
 // transport may fail mid-call, the result is staged in the workspace and copied to the
-// output only after a second agreement confirmed that every rank succeeded.
+// output only after it; otherwise (threads: the output is written in place, no workspace)
+// it comes before the all-gather, and a failure on one rank fails every rank.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <memory>
+#include <string>
 
 #include "ops/validate.hpp"
 
@@ -30,17 +36,33 @@ class Executor {
   // For an executor that will not run (misused): takes part in this call's agreement with
   // `code` so that the peers fail at once instead of timing out.
   void report_failure(StatusCode code);
+  // For an executor destroyed without running (qcollDestroyExecutor): takes part in this
+  // call's agreement as a failed rank does (kLocalStatusNotRun).
+  void report_not_run();
 
   OpKind op() const { return call_.op; }
   uint64_t workspace_size() const { return workspace_bytes_; }
 
  private:
   explicit Executor(ValidatedCall c);
-  // Reduce-scatter (and all-gather) into `dst`: the user's output or the staging workspace.
-  Status compute(uint8_t* dst, comm::Clock::time_point deadline);
+  // The reduce-scatter into `dst` (the user's output or the staging workspace; for
+  // QuantAllReduce its own row block of it). Exceptions of the reduction become the status.
+  Status reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline);
+  // The outcome agreement: every rank's status of the data movement; RUNTIME_ERROR naming
+  // the first rank that failed (`mine` failed: mine, prefixed).
+  Status agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence);
 
   ValidatedCall call_;
   uint64_t workspace_bytes_ = 0;
 };
+
+// TEST ONLY (fault injection). When set, the executor calls the hook at the start of every
+// reduce step (each chunk a rank reduces), with the group's name, the rank and the chunk's
+// first row; an error status or an exception from it is treated as a failure of that
+// reduction. Read once per call: unset (the default), it costs one atomic load per call.
+namespace testing {
+using ReduceFaultForTest = Status (*)(const std::string& group, int rank, std::size_t row_begin);
+void set_reduce_fault_for_test(ReduceFaultForTest hook);  // nullptr: off
+}  // namespace testing
 
 }  // namespace qcoll::ops

@@ -76,8 +76,8 @@ comm::ExchangeSpec ValidatedCall::exchange_spec() const {
   s.rows_per_rank = rows_per_rank();
   return s;
 }
-comm::CallDescriptor ValidatedCall::descriptor() const {
-  comm::CallDescriptor d;
+CallDescriptor ValidatedCall::descriptor() const {
+  CallDescriptor d;
   d.op = static_cast<int32_t>(op);
   d.x_dtype = static_cast<int32_t>(x_dtype);
   d.scales_dtype = static_cast<int32_t>(scales_dtype);
@@ -211,7 +211,7 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
           static_cast<std::size_t>(out.offset) * dtype_size(c.out_dtype);
 
   // Rule 11: the staging window must hold at least one chunk.
-  if (comm->window_bytes() > 0 && comm->max_chunk_rows(c.exchange_spec()) == 0) {
+  if (comm->window_bytes() > 0 && comm::max_chunk_rows(*comm, c.exchange_spec()) == 0) {
     const std::size_t w = comm->window_bytes();
     return invalid("HCCL_BUFFSIZE: the communication window of " + std::to_string(w) + " bytes (" +
                    std::to_string(w >> 20) + " MB) of group '" + comm->name() +

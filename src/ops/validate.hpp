@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
+#include "ops/call_descriptor.hpp"
 #include "ops/tensor_desc.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
@@ -48,7 +50,7 @@ struct ValidatedCall {
   std::size_t out_elem_bytes() const;
   std::size_t out_bytes() const;          // bytes of the whole output
   comm::ExchangeSpec exchange_spec() const;
-  comm::CallDescriptor descriptor() const;
+  CallDescriptor descriptor() const;
 };
 
 // Checks rules 1-11 in order; on success fills *call.

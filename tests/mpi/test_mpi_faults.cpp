@@ -1,9 +1,10 @@
 // Fault matrix over the process-per-rank communicators (qcoll_mpi.h), one rank per MPI
 // process. Usage: mpirun -np 4 test_mpi_faults shm|mpi
 // Cases: invalid input on one rank; different shapes / dtypes across ranks; one rank calls
-// the other operator; one rank never arrives (alive, QCOLL_TIMEOUT_S short); a call after a
-// failed call (works again after a mismatch; says "broken" at once after a timeout, and a
-// new communicator works). Every rank checks: status and message, its time bound, output
+// the other operator; one rank destroys its executor; an exception in one rank's reduce
+// step mid-call; one rank never arrives (alive, QCOLL_TIMEOUT_S short); a call after a
+// failed call (works again after a mismatch; says "broken" at once after a timeout, also
+// on the rank that was absent, and a new communicator works). Every rank checks: status and message, its time bound, output
 // untouched after a failure, bit-exact result after recovery. Rank 0 prints one
 // "FAULT-MATRIX | case | transport | per-rank status and time | slowest |" row per case.
 // (A process killed mid-call is covered by test_faults_shm, with forked ranks: under
@@ -124,6 +125,42 @@ int main(int argc, char** argv) {
     fast_case("phase two: non-null stream on one rank (r1)", call, 1, QCOLL_PARAM_INVALID);
   }
   {
+    // Destroying the executor instead of running it takes part in the agreement: fast.
+    RankCall call;
+    call.destroy_instead = g_rank == 2 % n;
+    set_timeout(kLong);
+    MPI_Barrier(MPI_COMM_WORLD);
+    RankResult r = run(call);
+    const std::string name = "one rank destroys its executor instead of running it (r2)";
+    report(transport, name, r);
+    if (g_rank == 2 % n) {
+      check(r.status == QCOLL_SUCCESS, name + ": destroy: " + r.message);
+    } else {
+      expect_failed(r, false, 0, kFast, 0, name);
+      check(r.message.find("destroyed its executor") != std::string::npos, name + ": message: " + r.message);
+    }
+  }
+  for (bool rs_op : {true, false}) {
+    // Rank 2 throws from its reduce step halfway through a call of several chunks (8 MB
+    // window): every rank fails at once, outputs untouched; the communicator stays in step.
+    RankCall big;
+    big.reduce_scatter = rs_op;
+    big.rows = 2048;
+    big.H = 4096;
+    set_timeout(kLong);
+    faults::inject_reduce_fault(true, big.rows / n / 2);
+    MPI_Barrier(MPI_COMM_WORLD);
+    RankResult r = run(big);
+    faults::inject_reduce_fault(false);
+    const std::string name = std::string("exception in the reduce step mid-protocol (r2, 8 MiB ") +
+                             (rs_op ? "reduce-scatter" : "all-reduce") + ", 8 MB window)";
+    report(transport, name, r);
+    const bool faulty = g_rank == faults::kReduceFaultRank % n;
+    expect_failed(r, faulty, QCOLL_INNER_ERROR, kFast, 0, name);
+    check(r.message.find(faulty ? "injected fault in the reduce step" : "rank 2 failed") != std::string::npos,
+          name + ": message: " + r.message);
+  }
+  {
     // After those failures the communicator still works.
     set_timeout(kLong);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -154,9 +191,15 @@ int main(int argc, char** argv) {
                 again.message.find("unusable") != std::string::npos,
             "after a timeout, the message should say the communicator is broken: " + again.message);
     } else {
-      // The rank that was absent cannot know before its peers tell it (shm: their failed
-      // state in the segment) or its own timeout (mpi): within QCOLL_TIMEOUT_S either way.
+      // The rank that was absent is told by its peers (shm: their failed state in the
+      // segment; mpi: their notice): at once, saying the group broke on a timeout.
       expect_failed(again, false, 0, kShort + kMargin, 0, "after a timeout (the absent rank)");
+      expect_failed(again, false, 0, kShort * 0.5, 0, "after a timeout (the absent rank, at once)");
+      check(again.message.find("the group broke") != std::string::npos &&
+                again.message.find("timed out") != std::string::npos &&
+                again.message.find("create it again") != std::string::npos,
+            "after a timeout, the absent rank should be told the group broke on a timeout: " + again.message);
+      std::printf("[rank %d] the absent rank says: %s\n", g_rank, again.message.c_str());
     }
   }
   qcollMpiCommDestroy(c);

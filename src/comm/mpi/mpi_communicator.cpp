@@ -12,8 +12,11 @@
 namespace qcoll::comm::mpi {
 
 namespace {
-// A chunk is reduced in about this many pieces, with an MPI_Test between them.
-constexpr std::size_t kPiecesPerChunk = 8;
+// The notice a rank that broke by itself sends to its peers (tag kNoticeTag on the
+// duplicated communicator: it never matches the collectives). Static: the sends are never
+// waited on, so their buffers must outlive any communicator.
+constexpr int kNoticeTag = 29000;
+const int32_t kNoticeTimeout = 1, kNoticeError = 2;
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes)
@@ -23,9 +26,7 @@ MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t wi
   slot_bytes_ = round_up(window_bytes_ / 2, kWindowPartAlign);
   MPI_Type_contiguous(static_cast<int>(kWindowPartAlign), MPI_BYTE, &block512_);
   MPI_Type_commit(&block512_);
-  desc_ = new CallDescriptor[static_cast<std::size_t>(nranks_) + 1]();
-  chunk_x_.resize(nranks_);
-  chunk_scales_.resize(nranks_);
+  records_ = new unsigned char[(static_cast<std::size_t>(nranks_) + 1) * kMaxRecordBytes]();
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -37,7 +38,7 @@ MpiCommunicator::~MpiCommunicator() {
     static auto* kept = new std::vector<void*>;
     std::lock_guard<std::mutex> lk(kept_mu);
     kept->push_back(buffers_);
-    kept->push_back(desc_);
+    kept->push_back(records_);
     return;
   }
   int finalized = 0;
@@ -47,11 +48,14 @@ MpiCommunicator::~MpiCommunicator() {
     MPI_Comm_free(&comm_);
   }
   std::free(buffers_);
-  delete[] desc_;
+  delete[] records_;
 }
 
-std::size_t MpiCommunicator::max_chunk_rows(const ExchangeSpec& spec) const {
-  return max_chunk_rows_for_window(window_bytes_, nranks_, spec);
+std::size_t MpiCommunicator::max_part_bytes(StepShape::Kind kind) const {
+  // A send slot holds one part per destination (the window rule's reserve for exchange
+  // chunks); a receive slot one part per source.
+  if (kind == StepShape::Kind::PerDestination) return contract::window_slot_bytes(window_bytes_) / nranks_;
+  return slot_bytes_ / nranks_ / kSegmentAlign * kSegmentAlign;
 }
 
 Status MpiCommunicator::ensure_buffers() {
@@ -70,113 +74,113 @@ Status MpiCommunicator::broken_status() const {
   return Status::Error(StatusCode::RuntimeError, "communicator \"" + name_ + "\" is broken: " + broken_reason_);
 }
 
-Status MpiCommunicator::fail(Status s) {
-  if (!broken_) {
-    broken_ = true;
-    broken_reason_ = s.message;
+Status MpiCommunicator::fail(Status s, bool tell_peers) {
+  if (broken_) return s;
+  broken_ = true;
+  broken_reason_ = s.message;
+  if (tell_peers) {
+    const bool timeout = s.message.find("timed out") != std::string::npos;
+    const int32_t* notice = timeout ? &kNoticeTimeout : &kNoticeError;
+    for (int k = 0; k < nranks_; ++k) {
+      if (k == rank_) continue;
+      MPI_Request r = MPI_REQUEST_NULL;
+      // Best effort: the peer may be gone. The request completes (or not) on its own.
+      if (MPI_Isend(notice, 1, MPI_INT32_T, k, kNoticeTag, comm_, &r) == MPI_SUCCESS && r != MPI_REQUEST_NULL)
+        MPI_Request_free(&r);
+    }
   }
   return s;
 }
 
-Status MpiCommunicator::wait(MPI_Request& req, Clock::time_point deadline, const char* what) {
-  Status s = mpi::wait(req, deadline, std::string("MPI transport, ") + what);
-  return s.ok() ? s : fail(std::move(s));
+Status MpiCommunicator::check_notices() {
+  int flag = 0;
+  MPI_Status st;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, comm_, &flag, &st) != MPI_SUCCESS || !flag) return Status::Ok();
+  int32_t kind = 0;
+  MPI_Recv(&kind, 1, MPI_INT32_T, st.MPI_SOURCE, kNoticeTag, comm_, MPI_STATUS_IGNORE);
+  const std::string who = "rank " + std::to_string(st.MPI_SOURCE);
+  return fail(Status::Error(StatusCode::RuntimeError,
+                            "MPI transport: the group broke: " + who +
+                                (kind == kNoticeTimeout ? " timed out (QCOLL_TIMEOUT_S) waiting for its peers in a call"
+                                                        : " failed in a call (an MPI error)") +
+                                "; destroy the communicator and create it again"),
+              false);
 }
 
-Status MpiCommunicator::allgather_descriptors(const CallDescriptor& mine, std::vector<CallDescriptor>& all,
-                                              Clock::time_point deadline) {
+Status MpiCommunicator::wait(MPI_Request& req, Clock::time_point deadline, const char* what) {
+  Status s = mpi::wait(req, deadline, std::string("MPI transport, ") + what, [this] { return check_notices(); });
+  if (s.ok() || broken_) return s;  // broken_: by a notice, already recorded
+  return fail(std::move(s));
+}
+
+Status MpiCommunicator::allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) {
   if (broken_) return broken_status();
-  desc_[0] = mine;
+  if (bytes > kMaxRecordBytes) return Status::Error(StatusCode::InnerError, "records larger than kMaxRecordBytes");
+  if (Status s = check_notices(); !s.ok()) return s;
+  std::memcpy(records_, mine, bytes);
   MPI_Request req = MPI_REQUEST_NULL;
-  Status s = check(MPI_Iallgather(&desc_[0], sizeof(CallDescriptor), MPI_BYTE, &desc_[1],
-                                  sizeof(CallDescriptor), MPI_BYTE, comm_, &req),
+  Status s = check(MPI_Iallgather(records_, static_cast<int>(bytes), MPI_BYTE, records_ + kMaxRecordBytes,
+                                  static_cast<int>(bytes), MPI_BYTE, comm_, &req),
                    "MPI_Iallgather");
   if (!s.ok()) return fail(std::move(s));
   if (s = wait(req, deadline, "agreeing on the call"); !s.ok()) return s;
-  all.assign(desc_ + 1, desc_ + 1 + nranks_);
+  std::memcpy(all, records_ + kMaxRecordBytes, static_cast<std::size_t>(nranks_) * bytes);
   return Status::Ok();
 }
 
-Status MpiCommunicator::exchange(const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline) {
+Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clock::time_point, Step* step) {
   if (broken_) return broken_status();
-  const std::size_t max_rows = max_chunk_rows(spec);
-  if (max_rows == 0 && spec.rows_per_rank > 0) {
-    return Status::Error(StatusCode::ParamInvalid, window_too_small_message(window_bytes_, nranks_, spec));
-  }
   if (Status s = ensure_buffers(); !s.ok()) return s;
-  const std::size_t nchunks = (spec.rows_per_rank + max_rows - 1) / max_rows;
-  auto rows_of = [&](std::size_t i) { return std::min(max_rows, spec.rows_per_rank - i * max_rows); };
-  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-
-  auto start = [&](std::size_t i) -> Status {
-    const std::size_t row0 = i * max_rows, rows = rows_of(i);
-    const ChunkLayout l = chunk_layout(nranks_, rows, spec.x_row_bytes, spec.s_row_bytes);
-    unsigned char* dst = send_slot(i);
-    for (int d = 0; d < nranks_; ++d) {
-      const std::size_t src_row = d * spec.rows_per_rank + row0;
-      unsigned char* part = dst + d * l.per_dest_bytes;
-      std::memcpy(part, spec.x + src_row * spec.x_row_bytes, rows * spec.x_row_bytes);
-      std::memcpy(part + l.x_bytes, spec.scales + src_row * spec.s_row_bytes, rows * spec.s_row_bytes);
-    }
-    const int count = static_cast<int>(l.per_dest_bytes / kWindowPartAlign);
-    Status s = check(MPI_Ialltoall(dst, count, block512_, recv_slot(i), count, block512_, comm_, &req[i & 1]),
-                     "MPI_Ialltoall");
-    return s.ok() ? s : fail(std::move(s));
-  };
-
-  Status consumer_status;
-  if (Status s = start(0); !s.ok()) return s;
-  for (std::size_t i = 0; i < nchunks; ++i) {
-    if (Status s = wait(req[i & 1], deadline, "exchanging data"); !s.ok()) return s;
-    const bool next = i + 1 < nchunks;
-    if (next) {
-      if (Status s = start(i + 1); !s.ok()) return s;
-    }
-    if (!consumer_status.ok()) continue;  // keep the protocol going, consume nothing more
-    const std::size_t rows = rows_of(i);
-    const ChunkLayout l = chunk_layout(nranks_, rows, spec.x_row_bytes, spec.s_row_bytes);
-    const std::size_t piece_rows = std::max<std::size_t>(1, (rows + kPiecesPerChunk - 1) / kPiecesPerChunk);
-    for (std::size_t r = 0; r < rows && consumer_status.ok(); r += piece_rows) {
-      const std::size_t n = std::min(piece_rows, rows - r);
-      for (int k = 0; k < nranks_; ++k) {
-        const unsigned char* part = recv_slot(i) + k * l.per_dest_bytes;
-        chunk_x_[k] = part + r * spec.x_row_bytes;
-        chunk_scales_[k] = part + l.x_bytes + r * spec.s_row_bytes;
-      }
-      Chunk c;
-      c.row_begin = i * max_rows + r;
-      c.rows = n;
-      c.x = chunk_x_.data();
-      c.scales = chunk_scales_.data();
-      consumer_status = consume(c);
-      if (next) {
-        bool done = false;  // drive the transfer of the next chunk
-        if (Status s = test(req[(i + 1) & 1], done); !s.ok()) return fail(std::move(s));
-      }
-    }
+  const uint64_t g = next_step_;
+  // The parity's previous step was waited for before this one began (at most two in flight).
+  if (reqs_[g & 1] != MPI_REQUEST_NULL) return Status::Error(StatusCode::InnerError, "MPI transport: step still in flight");
+  if (shape.part_bytes() * nranks_ > slot_bytes_) {
+    return Status::Error(StatusCode::InnerError, "MPI transport: a step larger than its slot");
   }
-  return consumer_status;
+  steps_[g & 1] = StepInfo{shape, what};
+  next_step_ = g + 1;
+  *step = g;
+  return Status::Ok();
 }
 
-Status MpiCommunicator::allgather_inplace(void* buf, std::size_t block_bytes, Clock::time_point deadline) {
+PartRegion MpiCommunicator::region(Step s, int dest) {
+  return steps_[s & 1].shape.part_in<PartRegion>(send_slot(s), dest);
+}
+
+Status MpiCommunicator::publish(Step s) {
   if (broken_) return broken_status();
-  if (Status s = ensure_buffers(); !s.ok()) return s;
-  auto* base = static_cast<unsigned char*>(buf);
-  const std::size_t piece_max = std::min<std::size_t>(slot_bytes_ / nranks_, std::size_t{1} << 30);  // int counts
-  for (std::size_t off = 0, i = 0; off < block_bytes; off += piece_max, ++i) {
-    const std::size_t piece = std::min(piece_max, block_bytes - off);
-    std::memcpy(send_slot(i), base + rank_ * block_bytes + off, piece);
-    MPI_Request req = MPI_REQUEST_NULL;
-    Status s = check(MPI_Iallgather(send_slot(i), static_cast<int>(piece), MPI_BYTE, recv_slot(i),
-                                    static_cast<int>(piece), MPI_BYTE, comm_, &req),
-                     "MPI_Iallgather");
-    if (!s.ok()) return fail(std::move(s));
-    if (s = wait(req, deadline, "gathering results"); !s.ok()) return s;
-    for (int k = 0; k < nranks_; ++k) {
-      if (k != rank_) std::memcpy(base + k * block_bytes + off, recv_slot(i) + k * piece, piece);
-    }
+  const StepShape& shape = steps_[s & 1].shape;
+  const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
+  MPI_Request& req = reqs_[s & 1];
+  Status st = shape.kind == StepShape::Kind::Same
+                  ? check(MPI_Iallgather(send_slot(s), count, block512_, recv_slot(s), count, block512_, comm_, &req),
+                          "MPI_Iallgather")
+                  : check(MPI_Ialltoall(send_slot(s), count, block512_, recv_slot(s), count, block512_, comm_, &req),
+                          "MPI_Ialltoall");
+  return st.ok() ? st : fail(std::move(st));
+}
+
+Status MpiCommunicator::wait_step(Step s, Clock::time_point deadline) {
+  if (broken_) return broken_status();
+  return wait(reqs_[s & 1], deadline, steps_[s & 1].what);
+}
+
+PartView MpiCommunicator::view(Step s, int src) const {
+  StepShape per_source = steps_[s & 1].shape;  // a receive slot holds one part per source
+  per_source.kind = StepShape::Kind::PerDestination;
+  return per_source.part_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), src);
+}
+
+Status MpiCommunicator::progress() {
+  if (broken_) return broken_status();
+  for (MPI_Request& req : reqs_) {
+    if (req == MPI_REQUEST_NULL) continue;
+    bool done = false;  // drives the transfer; a completed request becomes MPI_REQUEST_NULL
+    if (Status s = test(req, done); !s.ok()) return fail(std::move(s));
   }
   return Status::Ok();
 }
+
+Status MpiCommunicator::release(Step) { return broken_ ? broken_status() : Status::Ok(); }
 
 }  // namespace qcoll::comm::mpi

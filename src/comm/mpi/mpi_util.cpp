@@ -21,12 +21,16 @@ Status test(MPI_Request& req, bool& done) {
   return s;
 }
 
-Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what) {
+Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what,
+            const std::function<Status()>& between) {
   Backoff backoff;
   for (;;) {
     bool done = false;
     if (Status s = test(req, done); !s.ok()) return Status::Error(s.code, what + ": " + s.message);
     if (done) return Status::Ok();
+    if (between && backoff.time_to_check()) {
+      if (Status s = between(); !s.ok()) return s;
+    }
     if (Clock::now() >= deadline) {
       return Status::Error(StatusCode::RuntimeError,
                            what + ": timed out (QCOLL_TIMEOUT_S) waiting for the other ranks over MPI");

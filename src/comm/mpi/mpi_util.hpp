@@ -4,6 +4,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 #include "comm/communicator.hpp"
@@ -15,8 +16,10 @@ namespace qcoll::comm::mpi {
 Status check(int rc, const char* call);
 
 // Polls `req` until it completes or `deadline` passes (then RUNTIME_ERROR naming `what`; the
-// request stays pending and its buffers must stay allocated).
-Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what);
+// request stays pending and its buffers must stay allocated). `check`, if given, runs now
+// and then between polls; an error from it ends the wait with that error.
+Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what,
+            const std::function<Status()>& check = {});
 
 // Tests `req` once; sets done. Errors as check().
 Status test(MPI_Request& req, bool& done);

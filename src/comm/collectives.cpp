@@ -1,0 +1,150 @@
+#include "comm/collectives.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "comm/window_plan.hpp"
+
+namespace qcoll::comm {
+
+namespace {
+// On transports that need progress calls, a chunk is consumed in about this many pieces,
+// with a progress() call after each, so that the next chunk keeps moving meanwhile.
+constexpr std::size_t kPiecesPerChunk = 8;
+
+StepShape rows_shape(const ExchangeSpec& spec, std::size_t rows) {
+  StepShape s;
+  s.kind = StepShape::Kind::PerDestination;
+  s.seg_bytes[0] = rows * spec.x_row_bytes;
+  s.seg_bytes[1] = rows * spec.s_row_bytes;
+  return s;
+}
+}  // namespace
+
+std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
+  return max_rows_for_part(c.max_part_bytes(StepShape::Kind::PerDestination), spec.x_row_bytes,
+                           spec.s_row_bytes, spec.rows_per_rank);
+}
+
+Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
+                Clock::time_point deadline, const RowProducer* produce) {
+  if (spec.rows_per_rank == 0) return Status::Ok();
+  const std::size_t max_rows = max_chunk_rows(c, spec);
+  if (max_rows == 0) {
+    return Status::Error(StatusCode::ParamInvalid, window_too_small_message(c.window_bytes(), c.size(), spec));
+  }
+  const int n = c.size(), me = c.rank();
+  const std::size_t xrb = spec.x_row_bytes, srb = spec.s_row_bytes, rpr = spec.rows_per_rank;
+  const bool exposed = produce == nullptr && c.can_expose();
+  const bool own_in_place = produce == nullptr && c.own_part_in_place();
+  const std::size_t nchunks = (rpr + max_rows - 1) / max_rows;
+  auto rows_of = [&](std::size_t i) { return std::min(max_rows, rpr - i * max_rows); };
+
+  Status local;  // the first error of produce or consume; the protocol goes on regardless
+  Communicator::Step steps[2] = {0, 0};
+  auto start = [&](std::size_t i) -> Status {
+    const std::size_t row0 = i * max_rows, rows = rows_of(i);
+    Communicator::Step s = 0;
+    if (Status st = c.begin_step(rows_shape(spec, rows), "exchanging data", deadline, &s); !st.ok()) return st;
+    for (int d = 0; d < n; ++d) {
+      if (d == me && own_in_place) continue;  // read from the input below
+      const std::size_t src_row = static_cast<std::size_t>(d) * rpr + row0;
+      if (exposed) {
+        PartView v;
+        v.seg[0] = spec.x + src_row * xrb;
+        v.seg[1] = spec.scales + src_row * srb;
+        c.expose(s, d, v);
+        continue;
+      }
+      const PartRegion part = c.region(s, d);
+      if (produce != nullptr) {
+        if (local.ok()) local = (*produce)(d, row0, rows, part);  // after a failure: send what is there
+      } else {
+        std::memcpy(part.seg[0], spec.x + src_row * xrb, rows * xrb);
+        std::memcpy(part.seg[1], spec.scales + src_row * srb, rows * srb);
+      }
+    }
+    steps[i & 1] = s;
+    return c.publish(s);
+  };
+
+  std::vector<const uint8_t*> xs(n), ss(n), px(n), ps(n);
+  const bool pieces = c.needs_progress();
+  if (Status st = start(0); !st.ok()) return st;
+  for (std::size_t i = 0; i < nchunks; ++i) {
+    const Communicator::Step s = steps[i & 1];
+    if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
+    if (i + 1 < nchunks) {
+      if (Status st = start(i + 1); !st.ok()) return st;
+    }
+    if (local.ok()) {
+      const std::size_t row0 = i * max_rows, rows = rows_of(i);
+      for (int k = 0; k < n; ++k) {
+        if (k == me && own_in_place) {
+          const std::size_t my_row = static_cast<std::size_t>(me) * rpr + row0;
+          xs[k] = spec.x + my_row * xrb;
+          ss[k] = spec.scales + my_row * srb;
+        } else {
+          const PartView v = c.view(s, k);
+          xs[k] = v.seg[0];
+          ss[k] = v.seg[1];
+        }
+      }
+      const std::size_t piece_rows =
+          pieces ? std::max<std::size_t>(1, (rows + kPiecesPerChunk - 1) / kPiecesPerChunk) : rows;
+      for (std::size_t r = 0; r < rows && local.ok(); r += piece_rows) {
+        for (int k = 0; k < n; ++k) {
+          px[k] = xs[k] + r * xrb;
+          ps[k] = ss[k] + r * srb;
+        }
+        Chunk ch;
+        ch.row_begin = row0 + r;
+        ch.rows = std::min(piece_rows, rows - r);
+        ch.x = px.data();
+        ch.scales = ps.data();
+        local = consume(ch);
+        if (pieces) {
+          if (Status st = c.progress(); !st.ok()) return st;
+        }
+      }
+    }
+    if (Status st = c.release(s); !st.ok()) return st;
+  }
+  if (Status st = c.drain(deadline); !st.ok()) return st;
+  return local;
+}
+
+Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline) {
+  auto* base = static_cast<uint8_t*>(buf);
+  const int n = c.size(), me = c.rank();
+  const std::size_t piece_max = std::min(c.max_part_bytes(StepShape::Kind::Same), block_bytes);
+  if (block_bytes > 0 && piece_max == 0) {
+    return Status::Error(StatusCode::InnerError, "the window cannot hold any part of an all-gather");
+  }
+  for (std::size_t off = 0; off < block_bytes; off += piece_max) {
+    const std::size_t piece = std::min(piece_max, block_bytes - off);
+    StepShape shape;
+    shape.kind = StepShape::Kind::Same;
+    shape.seg_bytes[0] = piece;
+    Communicator::Step s = 0;
+    if (Status st = c.begin_step(shape, "gathering results", deadline, &s); !st.ok()) return st;
+    const uint8_t* mine = base + static_cast<std::size_t>(me) * block_bytes + off;
+    if (c.can_expose()) {
+      PartView v;
+      v.seg[0] = mine;
+      c.expose(s, 0, v);
+    } else {
+      std::memcpy(c.region(s, 0).seg[0], mine, piece);
+    }
+    if (Status st = c.publish(s); !st.ok()) return st;
+    if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
+    for (int k = 0; k < n; ++k) {
+      if (k != me) std::memcpy(base + static_cast<std::size_t>(k) * block_bytes + off, c.view(s, k).seg[0], piece);
+    }
+    if (Status st = c.release(s); !st.ok()) return st;
+  }
+  return c.drain(deadline);
+}
+
+}  // namespace qcoll::comm

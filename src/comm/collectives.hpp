@@ -1,0 +1,59 @@
+// The data movements of the operators, written once over the transport primitives of
+// communicator.hpp: the chunked reduce-scatter exchange and the in-place all-gather. They
+// know row blocks and bytes, not operators or dtypes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "comm/communicator.hpp"
+#include "qcoll/status.hpp"
+
+namespace qcoll::comm {
+
+// The reduce-scatter exchange. Every rank holds `nranks` row blocks of rows_per_rank rows
+// each (x: x_row_bytes per row; scales: s_row_bytes per row, row-major, contiguous).
+// Rank r receives block r of every rank's x and scales.
+struct ExchangeSpec {
+  const uint8_t* x = nullptr;
+  std::size_t x_row_bytes = 0;
+  const uint8_t* scales = nullptr;
+  std::size_t s_row_bytes = 0;
+  std::size_t rows_per_rank = 0;
+};
+
+// A piece of the received data: rows [row_begin, row_begin + rows) of this rank's block,
+// from each source rank k = 0..n-1: x[k] and scales[k] point at row row_begin.
+struct Chunk {
+  std::size_t row_begin = 0;
+  std::size_t rows = 0;
+  const uint8_t* const* x = nullptr;       // size() pointers
+  const uint8_t* const* scales = nullptr;  // size() pointers
+};
+using ChunkConsumer = std::function<Status(const Chunk&)>;
+
+// Writes this rank's rows [row_begin, row_begin + rows) of block `dest` into `part`:
+// segment 0 the x rows, segment 1 the scales rows (for rows that do not exist before the
+// exchange, e.g. quantized on the fly). Must not throw.
+using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::size_t rows,
+                                         const PartRegion& part)>;
+
+// Largest number of rows of one chunk of `spec` on `c` (all rows_per_rank when the
+// transport has no window; 0 when not even one row fits: the window rule).
+std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec);
+
+// Calls `consume` for consecutive chunks covering this rank's rows_per_rank rows; sources
+// stay valid only during the call to consume. Chunk i+1 moves while chunk i is consumed.
+// Without `produce` the rows are read from spec.x / spec.scales (in place where the
+// transport allows); with it (spec.x, spec.scales unused) the producer fills each part.
+// `consume` and `produce` must not throw. If either returns an error, the exchange still
+// completes its protocol with the peers (consuming nothing more), then returns that error:
+// the caller tells its peers (the outcome agreement). A transport failure returns at once.
+Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
+                Clock::time_point deadline, const RowProducer* produce = nullptr);
+
+// All-gather in place: buf holds size() blocks of block_bytes, block rank() filled on
+// entry; on success every block is filled with the owner's data.
+Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline);
+
+}  // namespace qcoll::comm
