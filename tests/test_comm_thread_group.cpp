@@ -89,6 +89,40 @@ TEST(ThreadGroupTransport, ExchangeHandsEachRankItsBlockOfEveryPeer) {
   });
 }
 
+TEST(ThreadGroupTransport, ExchangeFromAProducerThroughTheGroupsSlots) {
+  // Rows written by a producer (as a fused operator would) go through the group's slot
+  // buffers instead of being read in place; every rank still gets its block of every peer.
+  auto g = make_group("tg-produce", 4);
+  const std::size_t rows = 5, xrow = 1024, srow = 32;
+  on_ranks(*g, [&](int r, Communicator& c) {
+    auto xb = [&](int k, std::size_t row) { return static_cast<uint8_t>(k * 64 + row); };
+    auto sb = [&](int k, std::size_t row) { return static_cast<uint8_t>(255 - k * 64 - row); };
+    const RowProducer produce = [&](int dest, std::size_t row0, std::size_t n, const PartRegion& part) {
+      for (std::size_t t = 0; t < n; ++t) {
+        std::memset(part.seg[0] + t * xrow, xb(r, dest * rows + row0 + t), xrow);
+        std::memset(part.seg[1] + t * srow, sb(r, dest * rows + row0 + t), srow);
+      }
+      return Status::Ok();
+    };
+    ExchangeSpec spec{nullptr, xrow, nullptr, srow, rows};
+    for (int round = 0; round < 3; ++round) {
+      int calls = 0;
+      Status st = exchange(c, spec, [&](const Chunk& ch) {
+        ++calls;
+        for (int k = 0; k < 4; ++k)
+          for (std::size_t t = 0; t < ch.rows; ++t) {
+            EXPECT_EQ(ch.x[k][t * xrow + xrow - 1], xb(k, r * rows + ch.row_begin + t));
+            EXPECT_EQ(ch.scales[k][t * srow], sb(k, r * rows + ch.row_begin + t));
+          }
+        return Status::Ok();
+      }, soon(), &produce);
+      EXPECT_TRUE(st.ok()) << st.message;
+      EXPECT_EQ(calls, 1);
+    }
+  });
+  EXPECT_FALSE(g->broken());
+}
+
 TEST(ThreadGroupTransport, AllgatherInPlace) {
   auto g = make_group("tg-allgather", 8);
   on_ranks(*g, [](int r, Communicator& c) {

@@ -219,8 +219,7 @@ TEST_F(FaultsShm, ExceptionInTheReduceStep) {
     for (auto& p : plans) p.calls = {big, after};
     auto res = run_processes(plans, kLongTimeout, 7);
     const std::string what = rs_op ? "reduce-scatter" : "all-reduce";
-    faults::print_row("shm", "exception in the reduce step mid-protocol (r2, 8 MiB " + what + ", 4 MB window)",
-                      res[0]);
+    faults::print_row("shm", "exception in the reduce step mid-protocol (r2, " + what + ")", res[0]);
     faults::print_row("shm", "call after an exception in the reduce step (same communicator)", res[1]);
     expect_all_failed(res[0], faults::kReduceFaultRank, QCOLL_INNER_ERROR, kFastBound);
     EXPECT_NE(res[0][2].message.find("injected fault in the reduce step"), std::string::npos) << res[0][2].message;

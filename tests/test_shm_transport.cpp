@@ -151,8 +151,10 @@ uint8_t s_byte(int k, std::size_t row, std::size_t j, int call) {
 }
 
 // One exchange on rank c.rank(); 0 when every received byte is right.
+// With `produce`, the rows are written into the slots by a producer (as a fused operator
+// would), the own rows too, instead of being read from the input.
 int exchange_and_check(ShmCommunicator& c, std::size_t xrb, std::size_t srb, std::size_t rpr, int call,
-                       std::size_t* chunks = nullptr) {
+                       std::size_t* chunks = nullptr, bool produce = false) {
   const int n = c.size();
   std::vector<uint8_t> x(n * rpr * xrb), s(n * rpr * srb);
   for (std::size_t row = 0; row < n * rpr; ++row) {
@@ -162,6 +164,15 @@ int exchange_and_check(ShmCommunicator& c, std::size_t xrb, std::size_t srb, std
   ExchangeSpec spec{x.data(), xrb, s.data(), srb, rpr};
   std::size_t next_row = 0, nchunks = 0;
   int bad = 0;
+  const RowProducer producer = [&](int dest, std::size_t row0, std::size_t rows, const PartRegion& part) {
+    const std::size_t first = dest * rpr + row0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < xrb; ++j) part.seg[0][r * xrb + j] = x_byte(c.rank(), first + r, j, call);
+      for (std::size_t j = 0; j < srb; ++j) part.seg[1][r * srb + j] = s_byte(c.rank(), first + r, j, call);
+    }
+    return Status::Ok();
+  };
+  if (produce) spec.x = spec.scales = nullptr;  // everything comes from the producer
   Status st = exchange(c, spec,
       [&](const Chunk& ch) {
         if (ch.row_begin != next_row) ++bad;
@@ -176,7 +187,7 @@ int exchange_and_check(ShmCommunicator& c, std::size_t xrb, std::size_t srb, std
         }
         return Status::Ok();
       },
-      Clock::now() + 20s);
+      Clock::now() + 20s, produce ? &producer : nullptr);
   if (chunks) *chunks = nchunks;
   if (!st.ok()) return 10;
   if (next_row != rpr) return 11;
@@ -188,6 +199,15 @@ TEST(ShmTransport, ExchangeLargerThanTheWindowMovesInChunks) {
   const auto codes = run_ranks(4, 3u << 20, [](ShmCommunicator& c) {
     std::size_t chunks = 0;
     const int r = exchange_and_check(c, 5120, 160, 300, 0, &chunks);
+    return r ? r : (chunks >= 10 ? 0 : 13);
+  });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmTransport, ExchangeFromAProducerMovesInChunks) {
+  const auto codes = run_ranks(4, 3u << 20, [](ShmCommunicator& c) {
+    std::size_t chunks = 0;
+    const int r = exchange_and_check(c, 5120, 160, 300, 1, &chunks, true);
     return r ? r : (chunks >= 10 ? 0 : 13);
   });
   for (int code : codes) EXPECT_EQ(code, 0);

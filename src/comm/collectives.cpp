@@ -9,7 +9,7 @@
 namespace qcoll::comm {
 
 namespace {
-// On transports that need progress calls, a chunk is consumed in about this many pieces,
+// On transports with asynchronous transfers, a chunk is consumed in about this many pieces,
 // with a progress() call after each, so that the next chunk keeps moving meanwhile.
 constexpr std::size_t kPiecesPerChunk = 8;
 
@@ -28,7 +28,7 @@ std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
 }
 
 Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
-                Clock::time_point deadline, const RowProducer* produce) {
+                Clock::time_point deadline, const RowProducer* produce, bool drain) {
   if (spec.rows_per_rank == 0) return Status::Ok();
   const std::size_t max_rows = max_chunk_rows(c, spec);
   if (max_rows == 0) {
@@ -70,12 +70,16 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
   };
 
   std::vector<const uint8_t*> xs(n), ss(n), px(n), ps(n);
-  const bool pieces = c.needs_progress();
+  // Asynchronous transfers: chunk i+1 moves while chunk i is consumed, in pieces with
+  // progress() between them. Otherwise the peers read in place: fill chunk i+1 once chunk i
+  // is consumed and released, so that no rank waits for a slow peer before it consumes.
+  const bool async = c.async_transfers();
   if (Status st = start(0); !st.ok()) return st;
   for (std::size_t i = 0; i < nchunks; ++i) {
     const Communicator::Step s = steps[i & 1];
+    const bool next = i + 1 < nchunks;
     if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
-    if (i + 1 < nchunks) {
+    if (async && next) {
       if (Status st = start(i + 1); !st.ok()) return st;
     }
     if (local.ok()) {
@@ -92,7 +96,7 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
         }
       }
       const std::size_t piece_rows =
-          pieces ? std::max<std::size_t>(1, (rows + kPiecesPerChunk - 1) / kPiecesPerChunk) : rows;
+          async ? std::max<std::size_t>(1, (rows + kPiecesPerChunk - 1) / kPiecesPerChunk) : rows;
       for (std::size_t r = 0; r < rows && local.ok(); r += piece_rows) {
         for (int k = 0; k < n; ++k) {
           px[k] = xs[k] + r * xrb;
@@ -104,14 +108,19 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
         ch.x = px.data();
         ch.scales = ps.data();
         local = consume(ch);
-        if (pieces) {
+        if (async) {
           if (Status st = c.progress(); !st.ok()) return st;
         }
       }
     }
     if (Status st = c.release(s); !st.ok()) return st;
+    if (!async && next) {
+      if (Status st = start(i + 1); !st.ok()) return st;
+    }
   }
-  if (Status st = c.drain(deadline); !st.ok()) return st;
+  if (drain) {
+    if (Status st = c.drain(deadline); !st.ok()) return st;
+  }
   return local;
 }
 

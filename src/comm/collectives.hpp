@@ -43,14 +43,17 @@ using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::s
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec);
 
 // Calls `consume` for consecutive chunks covering this rank's rows_per_rank rows; sources
-// stay valid only during the call to consume. Chunk i+1 moves while chunk i is consumed.
+// stay valid only during the call to consume (on MPI chunk i+1 moves meanwhile).
 // Without `produce` the rows are read from spec.x / spec.scales (in place where the
 // transport allows); with it (spec.x, spec.scales unused) the producer fills each part.
 // `consume` and `produce` must not throw. If either returns an error, the exchange still
 // completes its protocol with the peers (consuming nothing more), then returns that error:
 // the caller tells its peers (the outcome agreement). A transport failure returns at once.
+// `drain` false: the caller makes every rank take one more step (e.g. the outcome
+// agreement) before spec.x / spec.scales may change; a peer publishes that step only after
+// it finished reading them, so it drains them, one wait fewer.
 Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
-                Clock::time_point deadline, const RowProducer* produce = nullptr);
+                Clock::time_point deadline, const RowProducer* produce = nullptr, bool drain = true);
 
 // All-gather in place: buf holds size() blocks of block_bytes, block rank() filled on
 // entry; on success every block is filled with the owner's data.

@@ -16,7 +16,8 @@
 //   release(s);
 //
 // A rank may begin (fill, publish) step s+1 before it releases step s, so that the next piece
-// moves while this one is consumed; at most two steps are in flight (begun, not released).
+// moves while this one is consumed (async_transfers()); at most two steps are in flight
+// (begun, not released).
 // Steps are released in order. drain() waits until every peer released every step of this
 // rank (needed before memory given to expose() is reused). Every wait is bounded by the
 // deadline; a timeout or a failed peer breaks the communicator (usable() turns false), and
@@ -109,9 +110,11 @@ class Communicator {
   // True when the part a rank addresses to itself never moves: the caller reads its own
   // data where it is, and region(s, rank()) need not be filled.
   virtual bool own_part_in_place() const { return true; }
-  // True when transfers advance only while the caller calls progress() (MPI): consumers of
-  // a large view should call it now and then.
-  virtual bool needs_progress() const { return false; }
+  // True when publish() starts a transfer that runs while the caller works on an earlier
+  // step, advancing while the caller calls progress() (MPI): start the next step before
+  // consuming this one, and call progress() now and then meanwhile. Otherwise (peers read
+  // slots in place) fill the next step after this one is consumed and released.
+  virtual bool async_transfers() const { return false; }
 
   virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline,
                             Step* step) = 0;

@@ -111,7 +111,8 @@ Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) 
       return Status::Error(StatusCode::InnerError, "reduction failed: unknown exception");
     }
   };
-  return comm::exchange(c, call_.exchange_spec(), consume, deadline);
+  // The outcome agreement that follows drains the inputs (comm::exchange): no drain here.
+  return comm::exchange(c, call_.exchange_spec(), consume, deadline, nullptr, /*drain=*/false);
 }
 
 Status Executor::agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence) {

@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     RankResult r = run(big);
     faults::inject_reduce_fault(false);
-    const std::string name = std::string("exception in the reduce step mid-protocol (r2, 8 MiB ") +
-                             (rs_op ? "reduce-scatter" : "all-reduce") + ", 8 MB window)";
+    const std::string name = std::string("exception in the reduce step mid-protocol (r2, ") +
+                             (rs_op ? "reduce-scatter" : "all-reduce") + ")";
     report(transport, name, r);
     const bool faulty = g_rank == faults::kReduceFaultRank % n;
     expect_failed(r, faulty, QCOLL_INNER_ERROR, kFast, 0, name);

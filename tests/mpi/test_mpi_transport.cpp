@@ -4,7 +4,8 @@
 //     (tests/oracle.hpp) and identical to the in-process thread transport;
 //   - a tensor larger than the window (HCCL_BUFFSIZE=3): correct results;
 //   - a window too small for one chunk (HCCL_BUFFSIZE=2): PARAM_INVALID naming HCCL_BUFFSIZE;
-//   - 100 back-to-back calls with changing inputs, each result checked.
+//   - 100 back-to-back calls with changing inputs, each result checked;
+//   - the chunked exchange fed by a producer (rows written straight into the send slots).
 // Finally: no qcoll segment is left in /dev/shm. Exit status 0 only if every rank passed.
 #include <dirent.h>
 #include <mpi.h>
@@ -18,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collectives.hpp"
+#include "comm/registry.hpp"
 #include "mpi_test_support.hpp"
 #include "qcoll/qcoll_mpi.h"
 
@@ -114,6 +117,40 @@ void run_transport(const char* transport, Tally& t) {
       for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
         check_call(op, m, 640, 1024, seed++, small.c_str(), (std::string(transport) + " chunked").c_str(), t, false);
       }
+    }
+    // The exchange fed by a producer (as a fused operator would be), through the small window.
+    if (auto comm = qcoll::comm::resolve(small)) {
+      const std::size_t rpr = 160, xrb = 1024, srb = 32;
+      auto xb = [](std::size_t k, std::size_t row, std::size_t j) { return static_cast<uint8_t>(k * 37 + row * 3 + j); };
+      const qcoll::comm::RowProducer produce = [&](int dest, std::size_t row0, std::size_t rows,
+                                                   const qcoll::comm::PartRegion& part) {
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t row = dest * rpr + row0 + r;
+          for (std::size_t j = 0; j < xrb; ++j) part.seg[0][r * xrb + j] = xb(g_rank, row, j);
+          for (std::size_t j = 0; j < srb; ++j) part.seg[1][r * srb + j] = xb(g_rank, row, j + 7);
+        }
+        return qcoll::Status::Ok();
+      };
+      std::size_t bad = 0, next = 0, chunks = 0;
+      const qcoll::comm::ExchangeSpec spec{nullptr, xrb, nullptr, srb, rpr};
+      const qcoll::Status st = qcoll::comm::exchange(
+          *comm, spec,
+          [&](const qcoll::comm::Chunk& ch) {
+            bad += ch.row_begin != next;
+            next += ch.rows;
+            ++chunks;
+            for (std::size_t k = 0; k < n; ++k)
+              for (std::size_t r = 0; r < ch.rows; ++r) {
+                const std::size_t row = g_rank * rpr + ch.row_begin + r;
+                for (std::size_t j = 0; j < xrb; ++j) bad += ch.x[k][r * xrb + j] != xb(k, row, j);
+                for (std::size_t j = 0; j < srb; ++j) bad += ch.scales[k][r * srb + j] != xb(k, row, j + 7);
+              }
+            return qcoll::Status::Ok();
+          },
+          std::chrono::steady_clock::now() + std::chrono::seconds(60), &produce);
+      t.check(st.ok() && bad == 0 && next == rpr && chunks > 1,
+              "%s: exchange from a producer: status %s, %zu wrong bytes, %zu of %zu rows, %zu chunks", transport,
+              st.message.c_str(), bad, next, rpr, chunks);
     }
     // 100 back-to-back calls, inputs and operator changing every call, through the small window.
     const std::vector<Mode> modes = all_modes();

@@ -44,7 +44,7 @@ class MpiCommunicator final : public Communicator {
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
   std::size_t max_part_bytes(StepShape::Kind kind) const override;
   bool own_part_in_place() const override { return false; }
-  bool needs_progress() const override { return true; }
+  bool async_transfers() const override { return true; }
   Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
   PartRegion region(Step s, int dest) override;
   Status publish(Step s) override;
