@@ -74,13 +74,12 @@ Status MpiCommunicator::broken_status() const {
   return Status::Error(StatusCode::RuntimeError, "communicator \"" + name_ + "\" is broken: " + broken_reason_);
 }
 
-Status MpiCommunicator::fail(Status s, bool tell_peers) {
+Status MpiCommunicator::fail(Status s, Notice notice_kind) {
   if (broken_) return s;
   broken_ = true;
   broken_reason_ = s.message;
-  if (tell_peers) {
-    const bool timeout = s.message.find("timed out") != std::string::npos;
-    const int32_t* notice = timeout ? &kNoticeTimeout : &kNoticeError;
+  if (notice_kind != Notice::None) {
+    const int32_t* notice = notice_kind == Notice::Timeout ? &kNoticeTimeout : &kNoticeError;
     for (int k = 0; k < nranks_; ++k) {
       if (k == rank_) continue;
       MPI_Request r = MPI_REQUEST_NULL;
@@ -104,13 +103,13 @@ Status MpiCommunicator::check_notices() {
                                 (kind == kNoticeTimeout ? " timed out (QCOLL_TIMEOUT_S) waiting for its peers in a call"
                                                         : " failed in a call (an MPI error)") +
                                 "; destroy the communicator and create it again"),
-              false);
+              Notice::None);
 }
 
 Status MpiCommunicator::wait(MPI_Request& req, Clock::time_point deadline, const char* what) {
   Status s = mpi::wait(req, deadline, std::string("MPI transport, ") + what, [this] { return check_notices(); });
   if (s.ok() || broken_) return s;  // broken_: by a notice, already recorded
-  return fail(std::move(s));
+  return fail(std::move(s), Clock::now() >= deadline ? Notice::Timeout : Notice::Error);
 }
 
 Status MpiCommunicator::allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) {

@@ -65,9 +65,10 @@ class MpiCommunicator final : public Communicator {
   Status ensure_buffers();
   unsigned char* send_slot(std::size_t i) const { return buffers_ + (i & 1) * slot_bytes_; }
   unsigned char* recv_slot(std::size_t i) const { return buffers_ + (2 + (i & 1)) * slot_bytes_; }
-  // Marks the communicator broken; `tell_peers`: this rank found the failure itself (a
-  // timeout, an MPI error), so it sends the notice to every peer.
-  Status fail(Status s, bool tell_peers = true);
+  // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
+  // error) sends every peer the notice of that kind; one told by a notice sends none.
+  enum class Notice { None, Timeout, Error };
+  Status fail(Status s, Notice notice = Notice::Error);
   Status broken_status() const;
   Status wait(MPI_Request& req, Clock::time_point deadline, const char* what);
   Status check_notices();  // RUNTIME_ERROR (and broken) once a peer's notice arrived
