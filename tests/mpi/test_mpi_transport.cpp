@@ -120,7 +120,7 @@ void run_transport(const char* transport, Tally& t) {
     }
     // The exchange fed by a producer (as a fused operator would be), through the small window.
     if (auto comm = qcoll::comm::resolve(small)) {
-      const std::size_t rpr = 160, xrb = 1024, srb = 32;
+      const std::size_t rpr = 400, xrb = 1024, srb = 32;  // > one 0.5 MB slot even for 2 ranks
       auto xb = [](std::size_t k, std::size_t row, std::size_t j) { return static_cast<uint8_t>(k * 37 + row * 3 + j); };
       const qcoll::comm::RowProducer produce = [&](int dest, std::size_t row0, std::size_t rows,
                                                    const qcoll::comm::PartRegion& part) {
