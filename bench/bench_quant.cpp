@@ -1,85 +1,203 @@
-// Quantizer throughput: one 1024 x 5120 tensor (the demo's per-rank size) in every mode.
+// Quantizer throughput against memcpy of the same bytes (the memory roofline), in one run.
+//
+// Every mode (kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3, mx-e5m2) from fp32, bf16 and
+// fp16 rows of 1024 x 5120 and 4096 x 5120 (a rank's tensor). Bytes touched per call: the
+// input read, the codes and the scales written; every benchmark reports that as bytes
+// processed, so bytes/s compare directly:
+//   quant/<mode>/<in>/<rows>/scalar      the reference path, one thread
+//   quant/<mode>/<in>/<rows>/threads:<t> the public function (best SIMD target) on t threads
+//   memcpy/<mode>/<in>/<rows>/threads:<t> memcpy of half as many bytes (the other half is
+//                                        the write) over t threads of the same worker pool
+//   dequantize/<mode>                    the inverse, for reference
+// Run: bench_quant --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//        --benchmark_format=json > q.json, then scripts/bench_quant_ratios.py q.json
+// The JSON context names the quantizers' SIMD target and the load average.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "core/worker_pool.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/formats.hpp"
 #include "qcoll/quant.hpp"
+#include "quant/quantize_job.hpp"
 
 namespace {
 
 using qcoll::DType;
 namespace qq = qcoll::quant;
 
-constexpr std::size_t kRows = 1024, kH = 5120;
+constexpr std::size_t kH = 5120;
+constexpr std::size_t kMaxRows = 4096;
 
-const std::vector<float>& input() {
-  static const std::vector<float> x = [] {
+struct Mode {
+  const char* name;
+  DType x, scales;
+};
+constexpr Mode kModes[] = {
+    {"kg-int8", DType::Int8, DType::Float},         {"kg-hif8", DType::HiFloat8, DType::Float},
+    {"kg-e4m3", DType::Float8E4M3FN, DType::Float}, {"kg-e5m2", DType::Float8E5M2, DType::Float},
+    {"mx-e4m3", DType::Float8E4M3FN, DType::Float8E8M0},
+    {"mx-e5m2", DType::Float8E5M2, DType::Float8E8M0},
+};
+
+struct Input {
+  const char* name;
+  DType dtype;
+};
+constexpr Input kInputs[] = {{"fp32", DType::Float}, {"bf16", DType::BFloat16}, {"fp16", DType::Float16}};
+
+// One activation-like tensor (normal values) in each input dtype, and the output buffers.
+struct Data {
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16, fp16;
+  std::vector<uint8_t> q, scales;
+  std::vector<uint8_t> copy_src, copy_dst;
+
+  Data() {
+    const std::size_t n = kMaxRows * kH;
     std::mt19937 gen(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> v(kRows * kH);
-    for (auto& e : v) e = nd(gen);
-    return v;
-  }();
-  return x;
-}
-
-const std::vector<uint16_t>& input_bf16() {
-  static const std::vector<uint16_t> x = [] {
-    std::vector<uint16_t> v(kRows * kH);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = qcoll::formats::encode_bfloat16(input()[i]);
-    return v;
-  }();
-  return x;
-}
-
-void BM_QuantizeKg(benchmark::State& state, DType t, bool bf16) {
-  std::vector<uint8_t> q(kRows * kH);
-  std::vector<float> s(kRows * kH / 128);
-  for (auto _ : state) {
-    const bool ok = bf16 ? qq::quantize_kg_bf16(input_bf16().data(), kRows, kH, t, q.data(), s.data())
-                         : qq::quantize_kg(input().data(), kRows, kH, t, q.data(), s.data());
-    benchmark::DoNotOptimize(ok);
-    benchmark::DoNotOptimize(q.data());
+    f32.resize(n);
+    bf16.resize(n);
+    fp16.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      f32[i] = nd(gen);
+      bf16[i] = qcoll::formats::encode_bfloat16(f32[i]);
+      fp16[i] = qcoll::formats::encode_float16(f32[i]);
+    }
+    q.resize(n);
+    scales.resize(n / 32 + n / 128 * 4);
+    copy_src.assign((n * 4 + n + n / 32) / 2 + 64, 1);
+    copy_dst.assign(copy_src.size(), 2);
   }
-  state.SetItemsProcessed(state.iterations() * kRows * kH);
-}
-
-void BM_QuantizeMx(benchmark::State& state, DType t, bool bf16) {
-  std::vector<uint8_t> q(kRows * kH), s(kRows * kH / 32);
-  for (auto _ : state) {
-    const bool ok = bf16 ? qq::quantize_mx_bf16(input_bf16().data(), kRows, kH, t, q.data(), s.data())
-                         : qq::quantize_mx(input().data(), kRows, kH, t, q.data(), s.data());
-    benchmark::DoNotOptimize(ok);
-    benchmark::DoNotOptimize(q.data());
+  const void* input(DType in) const {
+    if (in == DType::BFloat16) return bf16.data();
+    if (in == DType::Float16) return fp16.data();
+    return f32.data();
   }
-  state.SetItemsProcessed(state.iterations() * kRows * kH);
+};
+
+Data& data() {
+  static Data d;
+  return d;
 }
 
-void BM_Dequantize(benchmark::State& state, DType t, DType st) {
+std::size_t touched_bytes(const Mode& m, DType in, std::size_t rows) {
+  const std::size_t n = rows * kH;
+  return n * qcoll::dtype_size(in) + n + qcoll::contract::scales_row_bytes(m.scales, kH) * rows;
+}
+
+bool quantize(const Mode& m, DType in, std::size_t rows, int threads) {
+  Data& d = data();
+  qq::QuantOptions opt;
+  opt.threads = threads;
+  auto* kg = reinterpret_cast<float*>(d.scales.data());
+  const auto* h = static_cast<const uint16_t*>(d.input(in));
+  if (m.scales == DType::Float) {
+    if (in == DType::Float) return qq::quantize_kg(d.f32.data(), rows, kH, m.x, d.q.data(), kg, opt);
+    if (in == DType::BFloat16) return qq::quantize_kg_bf16(h, rows, kH, m.x, d.q.data(), kg, opt);
+    return qq::quantize_kg_fp16(h, rows, kH, m.x, d.q.data(), kg, opt);
+  }
+  if (in == DType::Float) return qq::quantize_mx(d.f32.data(), rows, kH, m.x, d.q.data(), d.scales.data(), opt);
+  if (in == DType::BFloat16) return qq::quantize_mx_bf16(h, rows, kH, m.x, d.q.data(), d.scales.data(), opt);
+  return qq::quantize_mx_fp16(h, rows, kH, m.x, d.q.data(), d.scales.data(), opt);
+}
+
+void BM_Quantize(benchmark::State& state, Mode m, DType in, std::size_t rows, int threads) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(quantize(m, in, rows, threads));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * touched_bytes(m, in, rows)));
+}
+
+void BM_QuantizeScalar(benchmark::State& state, Mode m, DType in, std::size_t rows) {
+  Data& d = data();
+  qcoll::quant::detail::QuantJob job;
+  job.in_dtype = in;
+  job.x = d.input(in);
+  job.rows = rows;
+  job.H = kH;
+  job.x_dtype = m.x;
+  job.scales_dtype = m.scales;
+  job.target = m.scales == DType::Float ? qcoll::quant::detail::kg_target(m.x, 0.0f) : 0.0f;
+  job.q = d.q.data();
+  job.scales = d.scales.data();
+  for (auto _ : state) {
+    qcoll::quant::detail::quantize_scalar(job);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * touched_bytes(m, in, rows)));
+}
+
+void BM_Memcpy(benchmark::State& state, std::size_t bytes_touched, int threads) {
+  Data& d = data();
+  const std::size_t len = bytes_touched / 2;
+  for (auto _ : state) {
+    qcoll::core::WorkerPool::shared().run(threads, [&](int p) {
+      const std::size_t begin = len * p / threads, end = len * (p + 1) / threads;
+      std::memcpy(d.copy_dst.data() + begin, d.copy_src.data() + begin, end - begin);
+    });
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * len));
+}
+
+void BM_Dequantize(benchmark::State& state, Mode m) {
+  constexpr std::size_t rows = 1024;
   qq::QuantizedTensor qt;
-  if (!qq::quantize(input().data(), kRows, kH, t, st, qt).ok()) state.SkipWithError("quantize");
-  std::vector<float> out(kRows * kH);
+  if (!qq::quantize(data().f32.data(), rows, kH, m.x, m.scales, qt).ok()) state.SkipWithError("quantize");
+  std::vector<float> out(rows * kH);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        qq::dequantize(qt.q.data(), qt.scales_data(), kRows, kH, t, st, out.data()));
-    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(qq::dequantize(qt.q.data(), qt.scales_data(), rows, kH, m.x, m.scales, out.data()));
+    benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(state.iterations() * kRows * kH);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (rows * kH * 5 + qt.scales_bytes())));
 }
 
-BENCHMARK_CAPTURE(BM_QuantizeKg, int8, DType::Int8, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeKg, e4m3, DType::Float8E4M3FN, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeKg, e5m2, DType::Float8E5M2, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeKg, hif8, DType::HiFloat8, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeKg, int8_bf16, DType::Int8, true)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeMx, e4m3, DType::Float8E4M3FN, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeMx, e5m2, DType::Float8E5M2, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_QuantizeMx, e4m3_bf16, DType::Float8E4M3FN, true)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Dequantize, kg_int8, DType::Int8, DType::Float)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Dequantize, mx_e4m3, DType::Float8E4M3FN, DType::Float8E8M0)->Unit(benchmark::kMillisecond);
+void register_all() {
+  for (const Mode& m : kModes) {
+    for (const Input& in : kInputs) {
+      for (std::size_t rows : {std::size_t{1024}, kMaxRows}) {
+        const std::string tail = std::string(m.name) + "/" + in.name + "/" + std::to_string(rows);
+        benchmark::RegisterBenchmark(("quant/" + tail + "/scalar").c_str(), BM_QuantizeScalar, m,
+                                     in.dtype, rows)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        for (int threads : {1, 2}) {
+          const std::string t = "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(("quant/" + tail + t).c_str(), BM_Quantize, m, in.dtype, rows, threads)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+          benchmark::RegisterBenchmark(("memcpy/" + tail + t).c_str(), BM_Memcpy,
+                                       touched_bytes(m, in.dtype, rows), threads)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
+      }
+    }
+  }
+  for (const Mode& m : {kModes[0], kModes[4]})
+    benchmark::RegisterBenchmark((std::string("dequantize/") + m.name).c_str(), BM_Dequantize, m)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("quantize_target", qq::quantize_target());
+  std::fprintf(stderr, "quantize target: %s\n", qq::quantize_target());
+  data();  // build the inputs before the first measurement
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

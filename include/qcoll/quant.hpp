@@ -17,9 +17,27 @@ namespace qcoll::quant {
 // Default HiF8 KG target (scale = amax / target). Chosen by measurement; see docs/hifloat8-target.md.
 float default_hif8_target();
 
-struct KgOptions {
-  float hif8_target = 0.0f;  // 0: default_hif8_target(); only used for HIFLOAT8; else finite > 0
+// Options of the quantizers.
+//   hif8_target: the KG HiFloat8 target (scale = amax / target); 0: default_hif8_target(),
+//                else in [1, 32768]; ignored by the other dtypes and by MX.
+//   threads:     threads that quantize one call, its rows split among them (results do not
+//                depend on the count); 0 = auto: this host's cores for a call of at least
+//                kQuantAutoThreadElements elements (else 1), at most one per row; else
+//                1..kMaxQuantThreads. In processes that share the cores with other ranks,
+//                pass the share (e.g. cores / ranks).
+// The quantizers run the best SIMD target of this CPU (quantize_target() in the
+// benchmarks; QCOLL_KERNEL=scalar picks the reference path), bit-identical to the
+// reference on every target.
+inline constexpr int kMaxQuantThreads = 64;
+inline constexpr std::size_t kQuantAutoThreadElements = std::size_t{1} << 18;
+struct QuantOptions {
+  float hif8_target = 0.0f;
+  int threads = 0;
 };
+using KgOptions = QuantOptions;
+using MxOptions = QuantOptions;
+
+// Inputs: `x` rows of fp32 values, or the bits of bf16 (`_bf16`) or fp16 (`_fp16`) values.
 
 // Per-token-per-group (group 128) quantization of `rows` rows of H values (H % 128 == 0, H > 0).
 // x_dtype: Int8, HiFloat8, Float8E4M3FN, Float8E5M2. Writes rows*H bytes to q and
@@ -29,13 +47,20 @@ bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
                  float* scales, const KgOptions& opt = {});
 bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                       uint8_t* q, float* scales, const KgOptions& opt = {});
+bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
+                      uint8_t* q, float* scales, const KgOptions& opt = {});
 
 // OCP MX (group 32) quantization: x_dtype Float8E4M3FN or Float8E5M2, E8M0 scales,
 // rows*H/32 scale bytes in the (rows, H/64, 2) layout (H % 64 == 0, H > 0).
 bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                 uint8_t* scales);
+                 uint8_t* scales, const MxOptions& opt = {});
 bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, uint8_t* scales);
+                      uint8_t* q, uint8_t* scales, const MxOptions& opt = {});
+bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
+                      uint8_t* q, uint8_t* scales, const MxOptions& opt = {});
+
+// The path the quantizers take: "scalar" (QCOLL_KERNEL=scalar) or the SIMD target's name.
+const char* quantize_target();
 
 // Dequantize (decode * scale, one fp32 multiply) rows*H values; scales fp32 (group 128)
 // or E8M0 bytes (group 32) by scales_dtype.
@@ -49,10 +74,11 @@ std::size_t scale_group_size(DType scales_dtype);
 
 // Why the arguments of a quantize/dequantize call are bad (PARAM_NULLPTR / PARAM_INVALID with
 // a message naming the parameter, the value seen and the rule), or Ok. `x`, `q`, `scales`
-// are only checked for null. hif8_target is only checked for the KG HiFloat8 combination.
+// are only checked for null. hif8_target is only checked for the KG HiFloat8 combination;
+// threads must be 0 (auto) or in [1, kMaxQuantThreads].
 Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType x_dtype,
                            DType scales_dtype, const void* q, const void* scales,
-                           float hif8_target = 0.0f);
+                           float hif8_target = 0.0f, int threads = 0);
 
 // A quantized (rows, H) tensor: the operator's x and scales inputs.
 struct QuantizedTensor {
@@ -68,11 +94,13 @@ struct QuantizedTensor {
   std::size_t scales_bytes() const;
 };
 
-// Quantizes a (rows, H) fp32 / bf16 tensor in the mode given by scales_dtype (Float: KG,
-// Float8E8M0: MX). On error `out` is left unchanged.
+// Quantizes a (rows, H) fp32 / bf16 / fp16 tensor in the mode given by scales_dtype (Float:
+// KG, Float8E8M0: MX). On error `out` is left unchanged.
 Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
                 DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
 Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
+                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
+Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                      DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
 // rows*H fp32 values decode(q) * scale.
 std::vector<float> dequantize(const QuantizedTensor& t);

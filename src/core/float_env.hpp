@@ -3,6 +3,7 @@
 // setting afterwards. A process (or a library in it) may have turned them on, and new
 // threads inherit the creating thread's setting; contract.md §numerics-reduction forbids flushing.
 #pragma once
+#include <cfenv>
 #include <cstdint>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -41,6 +42,24 @@ class KeepSubnormals {
 #elif defined(__aarch64__)
   uint64_t saved_;
 #endif
+};
+
+// Runs the scope in the rounding mode `mode` (an FE_* value from the caller's fegetround())
+// and restores the thread's own afterwards: the worker pool's threads compute in the mode of
+// the thread that handed them the work.
+class ScopedRounding {
+ public:
+  explicit ScopedRounding(int mode) : saved_(std::fegetround()) {
+    if (saved_ != mode) std::fesetround(mode);
+  }
+  ~ScopedRounding() {
+    if (std::fegetround() != saved_) std::fesetround(saved_);
+  }
+  ScopedRounding(const ScopedRounding&) = delete;
+  ScopedRounding& operator=(const ScopedRounding&) = delete;
+
+ private:
+  int saved_;
 };
 
 }  // namespace qcoll::core

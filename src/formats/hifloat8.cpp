@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "formats/float_bits.hpp"
+#include "formats/hifloat8_binades.hpp"
 #include "formats/traits.hpp"
 #include "qcoll/formats.hpp"
 
@@ -29,30 +30,11 @@ using T = Traits<DType::HiFloat8>;
 constexpr uint8_t kNaNCode = T::kNaNCode;
 constexpr uint8_t kInfCode = T::kInfCode;
 constexpr uint8_t kMaxFiniteCode = T::kMaxCode;  // 32768
-constexpr int kMinExp = T::kMinExponent;         // 0x01 = 2^-22
-constexpr int kMaxExp = T::kMaxExponent;
+constexpr int kMinExp = hif8::kMinExp;  // 0x01 = 2^-22
+constexpr int kMaxExp = hif8::kMaxExp;
 
-struct Binade {
-  uint8_t mant_bits;
-  uint8_t base_code;  // code of 2^E; the mantissa is OR-ed into the low bits
-};
-
-constexpr Binade binade_of(int e) {
-  const int m = e < 0 ? -e : e;
-  const uint8_t neg = e < 0 ? 1 : 0;
-  if (e <= -16) return {0, static_cast<uint8_t>(e + T::kDenormalOffset)};        // denormal
-  if (m == 0) return {3, 0x08};                                                 // 0001
-  if (m == 1) return {3, static_cast<uint8_t>(0x10 | (neg << 3))};              // 001
-  if (m <= 3) return {3, static_cast<uint8_t>(0x20 | (neg << 4) | ((m - 2) << 3))};  // 01
-  if (m <= 7) return {2, static_cast<uint8_t>(0x40 | (neg << 4) | ((m - 4) << 2))};  // 10
-  return {1, static_cast<uint8_t>(0x60 | (neg << 4) | ((m - 8) << 1))};              // 11
-}
-
-constexpr std::array<Binade, kMaxExp - kMinExp + 1> kBinades = [] {
-  std::array<Binade, kMaxExp - kMinExp + 1> t{};
-  for (int e = kMinExp; e <= kMaxExp; ++e) t[e - kMinExp] = binade_of(e);
-  return t;
-}();
+using hif8::Binade;
+using hif8::kBinades;
 
 }  // namespace
 

@@ -95,26 +95,37 @@ inline uint8_t quantize_mx_block(const float* v, uint8_t* q) {
   return static_cast<uint8_t>(shared_exp + E8M0::kExponentBias);
 }
 
-// Source adapters: fp32 rows are used in place; bf16 rows are decoded one group at a time.
-template <class T>
+// Source adapters by input dtype: fp32 rows are used in place; bf16 and fp16 rows (their
+// bits) are decoded exactly, one group at a time, into a small buffer.
+template <DType In>
 struct GroupSource;
 
 template <>
-struct GroupSource<float> {
-  explicit GroupSource(const float* rows) : x(rows) {}
+struct GroupSource<DType::Float> {
+  explicit GroupSource(const void* rows) : x(static_cast<const float*>(rows)) {}
   const float* x;
   const float* group(std::size_t first, std::size_t /*n*/) { return x + first; }
 };
 
-template <>
-struct GroupSource<uint16_t> {
-  explicit GroupSource(const uint16_t* rows) : x(rows) {}
+template <float (*Decode)(uint16_t)>
+struct HalfGroupSource {
+  explicit HalfGroupSource(const void* rows) : x(static_cast<const uint16_t*>(rows)) {}
   const uint16_t* x;
   float buf[kKgGroup] = {};
   const float* group(std::size_t first, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) buf[i] = formats::decode_bfloat16(x[first + i]);
+    for (std::size_t i = 0; i < n; ++i) buf[i] = Decode(x[first + i]);
     return buf;
   }
+};
+
+template <>
+struct GroupSource<DType::BFloat16> : HalfGroupSource<formats::decode_bfloat16> {
+  using HalfGroupSource::HalfGroupSource;
+};
+
+template <>
+struct GroupSource<DType::Float16> : HalfGroupSource<formats::decode_float16> {
+  using HalfGroupSource::HalfGroupSource;
 };
 
 }  // namespace qcoll::quant::detail

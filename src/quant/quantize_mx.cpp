@@ -1,50 +1,43 @@
-// OCP MX v1.0 quantization, blocks of 32, E8M0 scales (contract.md §quantizers-mx).
-#include "qcoll/quant.hpp"
+// The reference MX quantizer (OCP MX v1.0, blocks of 32, E8M0 scales;
+// contract.md §quantizers-mx): one block at a time, quant_groups.hpp's element encoders.
+#include "formats/traits.hpp"
 #include "quant/quant_groups.hpp"
+#include "quant/quantize_job.hpp"
 
-namespace qcoll::quant {
+namespace qcoll::quant::detail {
 
 namespace {
 
-template <detail::ElementEncoder Encode, int EmaxElem, class T>
-void mx_rows(const T* x, std::size_t count, uint8_t* q, uint8_t* scales) {
-  detail::GroupSource<T> src(x);
-  for (std::size_t b = 0; b * detail::kMxGroup < count; ++b) {
-    const std::size_t first = b * detail::kMxGroup;
+template <ElementEncoder Encode, int EmaxElem, DType In>
+void mx_rows(const QuantJob& job) {
+  GroupSource<In> src(job.x);
+  const std::size_t count = job.rows * job.H;
+  uint8_t* scales = static_cast<uint8_t*>(job.scales);
+  for (std::size_t b = 0; b * kMxGroup < count; ++b) {
+    const std::size_t first = b * kMxGroup;
     // Flat block index b = (row*H + h) / 32: the (rows, H/64, 2) layout of contract.md §modes.
-    scales[b] = detail::quantize_mx_block<Encode, EmaxElem>(src.group(first, detail::kMxGroup),
-                                                            q + first);
+    scales[b] = quantize_mx_block<Encode, EmaxElem>(src.group(first, kMxGroup), job.q + first);
   }
 }
 
-template <class T>
-bool quantize_mx_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                     uint8_t* scales) {
-  if (!check_quantize_args(x, rows, H, x_dtype, DType::Float8E8M0, q, scales).ok()) return false;
-  const std::size_t count = rows * H;
-  switch (x_dtype) {
-    case DType::Float8E4M3FN:  // emax_elem 8: max 448 = 1.75 * 2^8
-      mx_rows<detail::encode_e4m3_sat, formats::Traits<DType::Float8E4M3FN>::kMxEmax>(x, count, q, scales);
-      break;
-    case DType::Float8E5M2:  // emax_elem 15: max 57344 = 1.75 * 2^15
-      mx_rows<detail::encode_e5m2_sat, formats::Traits<DType::Float8E5M2>::kMxEmax>(x, count, q, scales);
-      break;
-    default:
-      return false;  // unreachable: rejected by check_quantize_args
+template <ElementEncoder Encode, int EmaxElem>
+void mx_input(const QuantJob& job) {
+  switch (job.in_dtype) {
+    case DType::BFloat16: return mx_rows<Encode, EmaxElem, DType::BFloat16>(job);
+    case DType::Float16: return mx_rows<Encode, EmaxElem, DType::Float16>(job);
+    default: return mx_rows<Encode, EmaxElem, DType::Float>(job);
   }
-  return true;
 }
 
 }  // namespace
 
-bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                 uint8_t* scales) {
-  return quantize_mx_any(x, rows, H, x_dtype, q, scales);
+void quantize_mx_scalar(const QuantJob& job) {
+  using formats::Traits;
+  if (job.x_dtype == DType::Float8E4M3FN) {  // emax_elem 8: max 448 = 1.75 * 2^8
+    mx_input<encode_e4m3_sat, Traits<DType::Float8E4M3FN>::kMxEmax>(job);
+  } else {  // Float8E5M2 (the job is checked); emax_elem 15: max 57344 = 1.75 * 2^15
+    mx_input<encode_e5m2_sat, Traits<DType::Float8E5M2>::kMxEmax>(job);
+  }
 }
 
-bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, uint8_t* scales) {
-  return quantize_mx_any(x, rows, H, x_dtype, q, scales);
-}
-
-}  // namespace qcoll::quant
+}  // namespace qcoll::quant::detail

@@ -1,5 +1,4 @@
 // The checked C++ convenience layer: quantize a whole (rows, H) tensor into std::vectors.
-#include <type_traits>
 #include <utility>
 
 #include "qcoll/contract.hpp"
@@ -18,11 +17,12 @@ std::size_t QuantizedTensor::scales_bytes() const {
 
 namespace {
 
-template <class T>
+template <DType In, class T>
 Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
   // q and scales are ours; pass x itself where a non-null pointer is needed for them.
-  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target);
+  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target,
+                                  opt.threads);
   if (!st.ok()) return st;
   QuantizedTensor t;
   t.x_dtype = x_dtype;
@@ -37,15 +37,19 @@ Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
   if (rows == 0) {
     // nothing to quantize (and empty vectors may have no data pointer)
   } else if (scales_dtype == DType::Float) {
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (In == DType::Float)
       ok = quantize_kg(x, rows, H, x_dtype, t.q.data(), t.kg_scales.data(), opt);
-    else
+    else if constexpr (In == DType::BFloat16)
       ok = quantize_kg_bf16(x, rows, H, x_dtype, t.q.data(), t.kg_scales.data(), opt);
-  } else {
-    if constexpr (std::is_same_v<T, float>)
-      ok = quantize_mx(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data());
     else
-      ok = quantize_mx_bf16(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data());
+      ok = quantize_kg_fp16(x, rows, H, x_dtype, t.q.data(), t.kg_scales.data(), opt);
+  } else {
+    if constexpr (In == DType::Float)
+      ok = quantize_mx(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data(), opt);
+    else if constexpr (In == DType::BFloat16)
+      ok = quantize_mx_bf16(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data(), opt);
+    else
+      ok = quantize_mx_fp16(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data(), opt);
   }
   if (!ok) return Status::Error(StatusCode::InnerError, "quantize: quantizer refused checked arguments");
   out = std::move(t);
@@ -56,12 +60,17 @@ Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
 
 Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
                 DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
-  return quantize_any(x, rows, H, x_dtype, scales_dtype, out, opt);
+  return quantize_any<DType::Float>(x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
 Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                      DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
-  return quantize_any(x, rows, H, x_dtype, scales_dtype, out, opt);
+  return quantize_any<DType::BFloat16>(x, rows, H, x_dtype, scales_dtype, out, opt);
+}
+
+Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
+                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
+  return quantize_any<DType::Float16>(x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
 std::vector<float> dequantize(const QuantizedTensor& t) {
