@@ -21,22 +21,29 @@ def _rows_h(shape: tuple, param: str) -> tuple[int, int]:
 
 
 def _source(x: Any):
-    """(2-D contiguous array, kind, is_torch): bfloat16 bits go to the bf16 quantizer as they
-    are; everything else as float32 values."""
-    if (is_torch_tensor(x) and str(x.dtype) == "torch.bfloat16") or (
-        isinstance(x, np.ndarray) and x.dtype.name == "bfloat16"
-    ):
+    """(2-D contiguous array, kind, is_torch): bfloat16 and float16 bits go to their own
+    quantizers as they are; everything else as float32 values."""
+    half = None
+    if is_torch_tensor(x):
+        half = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}.get(str(x.dtype))
+    elif isinstance(x, np.ndarray):
+        half = {"bfloat16": "bf16", "float16": "fp16"}.get(x.dtype.name)
+    if half is not None:
         b = bits_of(x, "x")
-        return b.raw, "bf16", b.is_torch
+        return b.raw, half, b.is_torch
     vals, is_torch = float32_values(x, "x")
     return vals, "f32", is_torch
+
+
+_KG = {"f32": "quantize_kg_f32", "bf16": "quantize_kg_bf16", "fp16": "quantize_kg_fp16"}
+_MX = {"f32": "quantize_mx_f32", "bf16": "quantize_mx_bf16", "fp16": "quantize_mx_fp16"}
 
 
 def quantize_kg(x: Any, dtype: Any, *, hif8_target: Optional[float] = None):
     """Per-token-per-group quantization (group: 128 contiguous elements of a row).
 
-    ``x``: float32 / bfloat16 (or anything convertible to float32) of shape (..., H), H a
-    multiple of 128. ``dtype``: int8, hifloat8, float8_e4m3fn or float8_e5m2.
+    ``x``: float32 / bfloat16 / float16 (or anything convertible to float32) of shape
+    (..., H), H a multiple of 128. ``dtype``: int8, hifloat8, float8_e4m3fn or float8_e5m2.
     Returns ``(q, scales)``: q of x's shape in ``dtype`` (HiF8 as uint8 codes), scales
     float32 of shape (..., H/128). ``hif8_target`` overrides the HiF8 target
     (scale = amax / target); default :func:`default_hif8_target`.
@@ -49,7 +56,7 @@ def quantize_kg(x: Any, dtype: Any, *, hif8_target: Optional[float] = None):
     q = np.empty(a.shape, np.uint8)
     scales = np.empty(tuple(_core.scales_shape(int(DType.FLOAT), list(a.shape))), np.float32)
     src = np.ascontiguousarray(a).reshape(rows, h)
-    fn = _core.quantize_kg_bf16 if kind == "bf16" else _core.quantize_kg_f32
+    fn = getattr(_core, _KG[kind])
     fn(src, int(t), q.reshape(rows, h), scales.reshape(-1), target)
     return result(q, t, is_torch), result(scales, DType.FLOAT, is_torch)
 
@@ -57,7 +64,7 @@ def quantize_kg(x: Any, dtype: Any, *, hif8_target: Optional[float] = None):
 def quantize_mx(x: Any, dtype: Any):
     """OCP MX quantization (group: 32 contiguous elements of a row, E8M0 scales).
 
-    ``x``: float32 / bfloat16 of shape (..., H), H a multiple of 64. ``dtype``:
+    ``x``: float32 / bfloat16 / float16 of shape (..., H), H a multiple of 64. ``dtype``:
     float8_e4m3fn or float8_e5m2. Returns ``(q, scales)``: q of x's shape, scales
     float8_e8m0fnu of shape (..., H/64, 2), the operators' MX layout.
     """
@@ -68,7 +75,7 @@ def quantize_mx(x: Any, dtype: Any):
     q = np.empty(a.shape, np.uint8)
     scales = np.empty(tuple(_core.scales_shape(int(DType.FLOAT8_E8M0), list(a.shape))), np.uint8)
     src = np.ascontiguousarray(a).reshape(rows, h)
-    fn = _core.quantize_mx_bf16 if kind == "bf16" else _core.quantize_mx_f32
+    fn = getattr(_core, _MX[kind])
     fn(src, int(t), q.reshape(rows, h), scales.reshape(-1))
     return result(q, t, is_torch), result(scales, DType.FLOAT8_E8M0, is_torch)
 

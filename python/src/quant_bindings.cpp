@@ -94,6 +94,12 @@ void bind_quant(nb::module_& m) {
         },
         nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(),
         nb::arg("scales").noconvert(), nb::arg("hif8_target"));
+  m.def("quantize_kg_fp16",
+        [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
+          run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg_fp16(a...); });
+        },
+        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(),
+        nb::arg("scales").noconvert(), nb::arg("hif8_target"));
   m.def("quantize_mx_f32",
         [](In2D<float> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
           run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx(a...); });
@@ -104,6 +110,12 @@ void bind_quant(nb::module_& m) {
           run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx_bf16(a...); });
         },
         nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
+  m.def("quantize_mx_fp16",
+        [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
+          run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx_fp16(a...); });
+        },
+        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
+  m.def("quantize_target", &quant::quantize_target);
   m.def("dequantize", &dequantize, nb::arg("q").noconvert(), nb::arg("scales").noconvert(),
         nb::arg("rows"), nb::arg("H"), nb::arg("x_dtype"), nb::arg("scales_dtype"),
         nb::arg("out").noconvert());

@@ -93,6 +93,24 @@ def test_quantize_kg_bf16_input_and_3d_shape():
     np.testing.assert_array_equal(s.reshape(6, 8), rs)
 
 
+@pytest.mark.parametrize("name", ["int8", "hifloat8", "float8_e4m3fn", "float8_e5m2"])
+def test_quantize_float16_input_kg_and_mx(name):
+    # float16 goes to the fp16 quantizers; the result equals the float32 one on the same values.
+    rng = np.random.default_rng(14)
+    x = make_data(rng, 6, 1024)
+    x[1, 5] = 3.0e4  # within float16
+    x16 = x.astype(np.float16)
+    q, s = qcoll.quantize_kg(x16, name)
+    rq, rs = kg_reference(x16.astype(np.float32), name, qcoll.default_hif8_target())
+    np.testing.assert_array_equal(np.asarray(q).view(np.uint8), rq)
+    np.testing.assert_array_equal(s.view(np.uint32), rs.view(np.uint32))
+    if name in MAXF:
+        q, s = qcoll.quantize_mx(x16, name)
+        rq, rs = mx_reference(x16.astype(np.float32), name)
+        np.testing.assert_array_equal(np.asarray(q).view(np.uint8), rq)
+        np.testing.assert_array_equal(np.asarray(s).view(np.uint8), rs)
+
+
 @pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
 def test_quantize_mx_matches_ocp_formula(name):
     rng = np.random.default_rng(13)
