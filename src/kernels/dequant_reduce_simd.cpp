@@ -60,6 +60,7 @@
 
 #include "kernels/dequant_reduce.hpp"
 #include "core/float_env.hpp"
+#include "core/simd_targets.hpp"
 #include "kernels/decode_tables.hpp"
 #include "formats/traits.hpp"
 #include "kernels/output_cast.hpp"
@@ -1035,19 +1036,6 @@ void throw_if_bad(const ReduceArgs& a) {
   if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
 }
 
-// The SIMD targets compiled here that this CPU supports, best first. Computed once:
-// hwy::SupportedTargets() runs CPUID every call, which traps to the hypervisor in a VM.
-const std::vector<int64_t>& usable_targets() {
-  static const std::vector<int64_t> targets = [] {
-    std::vector<int64_t> out;
-    for (int64_t t = hwy::SupportedTargets() & HWY_TARGETS; t != 0; t &= t - 1) {
-      out.push_back(t & ~(t - 1));  // lowest bit first = best target first
-    }
-    return out;
-  }();
-  return targets;
-}
-
 }  // namespace
 
 void dequant_reduce(const ReduceArgs& a) {
@@ -1062,30 +1050,20 @@ void dequant_reduce(const ReduceArgs& a) {
 
 const char* dequant_reduce_target() {
   if (force_scalar()) return "scalar";
-  const std::vector<int64_t>& t = usable_targets();
-  return t.empty() ? "scalar" : hwy::TargetName(t.front());
+  return core::best_simd_target_name();
 }
 
 std::vector<std::string> dequant_reduce_simd_targets() {
-  std::vector<std::string> names;
-  for (int64_t t : usable_targets()) names.emplace_back(hwy::TargetName(t));
-  return names;
+  return core::usable_simd_target_names();
 }
 
 bool dequant_reduce_on_target(std::string_view target, const ReduceArgs& a) {
-  for (int64_t t : usable_targets()) {
-    if (target != hwy::TargetName(t)) continue;
-    throw_if_bad(a);
-    // The dispatch table holds one entry per target at the index ChosenTarget would
-    // compute for a CPU whose best target is t (see hwy/targets.h).
-    const int64_t mask = (HWY_CHOSEN_TARGET_SHIFT(t) | HWY_CHOSEN_TARGET_MASK_SCALAR) &
-                         HWY_CHOSEN_TARGET_MASK_TARGETS;
-    const std::size_t index = hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(mask));
-    const core::KeepSubnormals keep_subnormals;
-    HWY_DISPATCH_TABLE(DequantReduceSimd)[index](a);
-    return true;
-  }
-  return false;
+  const int64_t t = core::usable_simd_target(target);
+  if (t == 0) return false;
+  throw_if_bad(a);
+  const core::KeepSubnormals keep_subnormals;
+  HWY_DISPATCH_TABLE(DequantReduceSimd)[core::dispatch_table_index(t)](a);
+  return true;
 }
 
 }  // namespace qcoll::kernels

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/float_env.hpp"
+#include "core/simd_targets.hpp"
 #include "qcoll/quant.hpp"
 #include "qcoll/settings.hpp"
 #include "quant/quantize_job.hpp"
@@ -56,23 +57,9 @@ namespace qcoll::quant {
 
 HWY_EXPORT(QuantizeSimd);
 
-namespace {
-
-// The SIMD targets compiled here that this CPU supports, best first.
-std::vector<int64_t> usable_targets() {
-  std::vector<int64_t> out;
-  for (int64_t t = hwy::SupportedTargets() & HWY_TARGETS; t != 0; t &= t - 1) {
-    out.push_back(t & ~(t - 1));  // lowest bit first = best target first
-  }
-  return out;
-}
-
-}  // namespace
-
 const char* quantize_target() {
   if (settings::kernel() == settings::Kernel::Scalar) return "scalar";
-  const std::vector<int64_t> t = usable_targets();
-  return t.empty() ? "scalar" : hwy::TargetName(t.front());
+  return core::best_simd_target_name();
 }
 
 namespace detail {
@@ -83,24 +70,15 @@ void quantize_simd(const QuantJob& job) {
 }
 
 std::vector<std::string> quantize_simd_targets() {
-  std::vector<std::string> names;
-  for (int64_t t : usable_targets()) names.emplace_back(hwy::TargetName(t));
-  return names;
+  return core::usable_simd_target_names();
 }
 
 bool quantize_on_target(std::string_view target, const QuantJob& job) {
-  for (int64_t t : usable_targets()) {
-    if (target != hwy::TargetName(t)) continue;
-    // The dispatch table holds one entry per target at the index ChosenTarget would
-    // compute for a CPU whose best target is t (see hwy/targets.h).
-    const int64_t mask = (HWY_CHOSEN_TARGET_SHIFT(t) | HWY_CHOSEN_TARGET_MASK_SCALAR) &
-                         HWY_CHOSEN_TARGET_MASK_TARGETS;
-    const std::size_t index = hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(mask));
-    const core::KeepSubnormals keep_subnormals;
-    HWY_DISPATCH_TABLE(QuantizeSimd)[index](job);
-    return true;
-  }
-  return false;
+  const int64_t t = core::usable_simd_target(target);
+  if (t == 0) return false;
+  const core::KeepSubnormals keep_subnormals;
+  HWY_DISPATCH_TABLE(QuantizeSimd)[core::dispatch_table_index(t)](job);
+  return true;
 }
 
 }  // namespace detail
