@@ -166,14 +166,14 @@ HWY_INLINE hn::Vec<DU> Lookup16(DU du, const uint8_t* HWY_RESTRICT table, hn::Ve
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
-// Per u32 lane, table[idx mod 64] (one VBMI byte permute; other bytes masked off).
+// Per u32 lane, table[idx mod 64]: one VBMI byte permute, zero-masked to byte 0 of each lane.
 template <class DU>
 HWY_INLINE hn::Vec<DU> Lookup64(DU du, const uint8_t* HWY_RESTRICT table, hn::Vec<DU> idx) {
   static_assert(sizeof(hn::Vec<DU>) == 64, "full 512-bit vectors only");
   const hn::Repartition<uint8_t, DU> d8;
   const auto t = hn::Load(d8, table);
-  const auto r = hn::Vec512<uint8_t>{_mm512_permutexvar_epi8(hn::BitCast(d8, idx).raw, t.raw)};
-  return hn::And(hn::BitCast(du, r), hn::Set(du, 0xFFu));
+  constexpr __mmask64 kByte0 = 0x1111111111111111ull;
+  return hn::BitCast(du, hn::Vec512<uint8_t>{_mm512_maskz_permutexvar_epi8(kByte0, hn::BitCast(d8, idx).raw, t.raw)});
 }
 #endif
 
