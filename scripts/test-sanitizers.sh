@@ -43,7 +43,7 @@ step "fuzz" scripts/fuzz.sh build-asan
 
 # --- TSan --------------------------------------------------------------------------------
 tsan_tests=()
-for t in test_kernels test_ops_safety test_faults_threads test_soak; do
+for t in test_kernels test_ops_safety test_faults_threads test_soak test_streams; do
   [ -f "tests/$t.cpp" ] && tsan_tests+=("$t")
 done
 step "tsan configure" cmake -S . -B build-tsan "${LEAN[@]}" -DQCOLL_SANITIZE=thread \

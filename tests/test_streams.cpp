@@ -159,6 +159,13 @@ void crossed_calls(bool two_streams, std::vector<qcollStatus>& sync, std::vector
   sync.assign(4, -1);
   msg.assign(4, "");
   outs.assign(4, std::vector<uint8_t>(faults::out_bytes(c, 2), faults::kSentinel));
+  // The inputs outlive every rank's calls: on the thread transport a peer reads them in place,
+  // and after a timeout one rank may return while the other still reads (docs/api.md §Tensors).
+  std::vector<std::unique_ptr<RankInputs>> in_a, in_b;
+  for (int r = 0; r < 2; ++r) {
+    in_a.push_back(std::make_unique<RankInputs>(r, c, 21));
+    in_b.push_back(std::make_unique<RankInputs>(r, c, 22));
+  }
   std::vector<std::thread> ts;
   for (int r = 0; r < 2; ++r)
     ts.emplace_back([&, r] {
@@ -166,7 +173,8 @@ void crossed_calls(bool two_streams, std::vector<qcollStatus>& sync, std::vector
       qcollThreadGroupJoin(gb, r);
       StreamHandle sa, sb;
       qcollStream first = sa.s, second = two_streams ? sb.s : sa.s;
-      RankInputs ia(r, c, 21), ib(r, c, 22);
+      RankInputs& ia = *in_a[r];
+      RankInputs& ib = *in_b[r];
       // out index: group * 2 + rank
       if (r == 0) {
         procs::call(c, ia, 2, na.c_str(), outs[0 * 2 + r].data(), first);
@@ -356,7 +364,7 @@ TEST_F(Streams, CppStream) {
   const Call c = make_call(true, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT, QCOLL_DT_BFLOAT16, 8, 1024);
   std::vector<std::vector<uint8_t>> outs(2, std::vector<uint8_t>(faults::out_bytes(c, 2)));
   std::vector<std::string> errors(2);
-  std::vector<bool> timed_out(2, false);
+  std::vector<int> timed_out(2, 0);  // not vector<bool>: two threads write it
   std::vector<std::thread> ts;
   for (int r = 0; r < 2; ++r)
     ts.emplace_back([&, r] {
