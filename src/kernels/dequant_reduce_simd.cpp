@@ -94,13 +94,13 @@ using F16 = formats::Traits<DType::Float16>;
 using F32 = formats::Traits<DType::Float>;
 // E5M2 is the upper byte of an fp16 (same exponent field and bias).
 static_assert(E5::kExponentBits == F16::kExponentBits && E5::kExponentBias == F16::kExponentBias);
-constexpr int kE5ToF16Shift = F16::kBits - E5::kBits;
+[[maybe_unused]] constexpr int kE5ToF16Shift = F16::kBits - E5::kBits;
 // E4M3FN magnitude bits placed under fp16's exponent field: the fp16 then holds value /
 // 2^kE4Fp16Fold (subnormal codes included: both subnormal ranges scale alike).
 constexpr int kE4ToF16Shift = F16::kMantissaBits - E4::kMantissaBits;
 constexpr int kE4Fp16Fold = F16::kExponentBias - E4::kExponentBias;
 constexpr float kE4Fp16Factor = formats::exp2i(kE4Fp16Fold);
-constexpr uint16_t kE4Fp16Mask = static_cast<uint16_t>(F16::kSignMask | (E4::kAbsMask << kE4ToF16Shift));
+[[maybe_unused]] constexpr uint16_t kE4Fp16Mask = static_cast<uint16_t>(F16::kSignMask | (E4::kAbsMask << kE4ToF16Shift));
 // The E4M3FN NaN is every magnitude bit set (the "(code + 1) & abs == 0" test below).
 static_assert(E4::kNaNCode == E4::kAbsMask && !E4::kHasInf);
 static_assert(E4::kSignMask == 0x80 && E5::kSignMask == 0x80 && H8::kSignMask == 0x80);
