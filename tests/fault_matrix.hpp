@@ -18,6 +18,7 @@
 #include "oracle.hpp"
 #include "ops/executor.hpp"
 #include "qcoll/qcoll.h"
+#include "qcoll/quant.hpp"
 
 namespace faults {
 
@@ -59,6 +60,10 @@ struct RankCall {
   bool absent = false;       // never calls at all
   std::function<void()> on_call_start;  // runs right before phase one (after inputs are made)
   bool check_written = false;  // after a failure, check what was written (RankResult::written_right)
+  // The fused operator (QuantizeReduceScatter / QuantizeAllReduce) on a float input of this
+  // dtype (FLOAT or BFLOAT16), quantized as x_dtype / scales_dtype say; false: the quantized one.
+  bool fused = false;
+  qcollDataType in_dtype = QCOLL_DT_BFLOAT16;
 };
 
 // What a rank observed.
@@ -112,10 +117,59 @@ inline std::size_t out_bytes(const RankCall& c, int n) {
   return static_cast<std::size_t>(s[0] * s[1]) * elem;
 }
 
-// The reference result of rank r when every rank made call c with seed's inputs.
+// A fused call's float input of `rank`: FLOAT, or BFLOAT16 (the top halves of the same
+// draws); and that input as fp32 values (exact).
+inline std::vector<uint8_t> make_input(int rank, const RankCall& c, uint32_t seed) {
+  std::mt19937 g(seed * 7919u + static_cast<uint32_t>(rank));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::size_t count = static_cast<std::size_t>(c.rows * c.H);
+  const bool bf16 = c.in_dtype == QCOLL_DT_BFLOAT16;
+  std::vector<uint8_t> in(count * (bf16 ? 2 : 4));
+  for (std::size_t i = 0; i < count; ++i) {
+    const float v = std::ldexp(normal(g), static_cast<int>(i / 128 % 9) - 4);
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    if (bf16) {
+      const uint16_t h = static_cast<uint16_t>(u >> 16);
+      std::memcpy(in.data() + 2 * i, &h, 2);
+    } else {
+      std::memcpy(in.data() + 4 * i, &u, 4);
+    }
+  }
+  return in;
+}
+inline std::vector<float> input_values(const RankCall& c, const std::vector<uint8_t>& in) {
+  const std::size_t count = static_cast<std::size_t>(c.rows * c.H);
+  std::vector<float> f(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (c.in_dtype == QCOLL_DT_BFLOAT16) {
+      uint16_t h;
+      std::memcpy(&h, in.data() + 2 * i, 2);
+      f[i] = oracle::bf16_value(h);
+    } else {
+      std::memcpy(&f[i], in.data() + 4 * i, 4);
+    }
+  }
+  return f;
+}
+
+// The reference result of rank r when every rank made call c with seed's inputs (a fused
+// call: each rank's input quantized by the public quantizer, then the oracle's sum).
 inline std::vector<uint8_t> reference_output(const RankCall& c, int n, int r, uint32_t seed) {
   std::vector<std::vector<uint8_t>> xs, ss;
   for (int k = 0; k < n; ++k) {
+    if (c.fused) {
+      const std::vector<float> f = input_values(c, make_input(k, c, seed));
+      qcoll::quant::QuantizedTensor q;
+      if (!qcoll::quant::quantize(f.data(), static_cast<std::size_t>(c.rows), static_cast<std::size_t>(c.H),
+                                  static_cast<qcoll::DType>(c.x_dtype), static_cast<qcoll::DType>(c.scales_dtype), q)
+               .ok())
+        return {};
+      xs.push_back(q.q);
+      const auto* sp = static_cast<const uint8_t*>(q.scales_data());
+      ss.emplace_back(sp, sp + q.scales_bytes());
+      continue;
+    }
     xs.push_back(make_x(k, c, seed));
     ss.push_back(make_scales(k, c, seed));
   }
@@ -133,11 +187,13 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
   RankResult res;
   if (c.absent) return res;
   res.called = true;
-  std::vector<uint8_t> x = make_x(rank, c, seed), s = make_scales(rank, c, seed);
+  std::vector<uint8_t> x = c.fused ? make_input(rank, c, seed) : make_x(rank, c, seed), s = make_scales(rank, c, seed);
   std::vector<uint8_t> out(out_bytes(c, n), kSentinel);
   const std::vector<int64_t> xsh = {c.rows, c.H}, ssh = scales_shape(c), osh = out_shape(c, n);
-  qcollTensor* tx = c.null_x ? nullptr : qcollCreateContiguousTensor(xsh.data(), 2, c.x_dtype, x.data());
+  qcollTensor* tx =
+      c.null_x ? nullptr : qcollCreateContiguousTensor(xsh.data(), 2, c.fused ? c.in_dtype : c.x_dtype, x.data());
   qcollTensor* ts = qcollCreateContiguousTensor(ssh.data(), ssh.size(), c.scales_dtype, s.data());
+  const qcollQuantConfig cfg{c.x_dtype, c.scales_dtype, 0.0f};
   qcollTensor* to = qcollCreateContiguousTensor(osh.data(), 2, c.out_dtype, out.data());
   const std::string name = c.group.empty() ? group : c.group;
 
@@ -145,9 +201,11 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t ws = 0;
   qcollOpExecutor* e = nullptr;
-  qcollStatus st = c.reduce_scatter
-                       ? qcollQuantReduceScatterGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e)
-                       : qcollQuantAllReduceGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e);
+  qcollStatus st =
+      c.fused ? (c.reduce_scatter ? qcollQuantizeReduceScatterGetWorkspaceSize(tx, &cfg, name.c_str(), "sum", to, &ws, &e)
+                                  : qcollQuantizeAllReduceGetWorkspaceSize(tx, &cfg, name.c_str(), "sum", to, &ws, &e))
+      : c.reduce_scatter ? qcollQuantReduceScatterGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e)
+                         : qcollQuantAllReduceGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e);
   if (st == QCOLL_SUCCESS) {
     std::vector<uint8_t> w(ws);
     void* wp = ws ? w.data() : nullptr;
@@ -156,7 +214,10 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
       st = qcollDestroyExecutor(e);
     } else {
       const bool rs = c.reduce_scatter != c.wrong_phase_two;
-      st = rs ? qcollQuantReduceScatter(wp, ws, e, stream) : qcollQuantAllReduce(wp, ws, e, stream);
+      if (c.fused)
+        st = rs ? qcollQuantizeReduceScatter(wp, ws, e, stream) : qcollQuantizeAllReduce(wp, ws, e, stream);
+      else
+        st = rs ? qcollQuantReduceScatter(wp, ws, e, stream) : qcollQuantAllReduce(wp, ws, e, stream);
     }
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,6 +88,29 @@ inline qcollStatus call_op(Op op, const qcollTensor* x, const qcollTensor* s, co
   std::vector<uint8_t> w(ws);
   return op == Op::ReduceScatter ? qcollQuantReduceScatter(ws ? w.data() : nullptr, ws, e, nullptr)
                                  : qcollQuantAllReduce(ws ? w.data() : nullptr, ws, e, nullptr);
+}
+
+// A row of a phase-one validation table: how a default call of type Call is changed, and
+// what every rank must then see.
+template <class Call>
+struct RuleCase {
+  std::string name;
+  std::function<void(Call&)> change;
+  qcollStatus code;
+  std::string param;                  // the message starts with "<param>:"
+  std::vector<std::string> mentions;  // and contains each of these
+};
+
+// Checks every rank's status and message against a table row (QCOLL_TEST_VERBOSE prints rank
+// 0's message).
+template <class Call>
+void expect_rejected(const RuleCase<Call>& k, const std::vector<qcollStatus>& st, const std::vector<std::string>& msg) {
+  if (std::getenv("QCOLL_TEST_VERBOSE")) std::printf("%s: %s\n", k.name.c_str(), msg[0].c_str());
+  for (std::size_t r = 0; r < st.size(); ++r) {
+    EXPECT_EQ(st[r], k.code) << "rank " << r << ": " << msg[r];
+    EXPECT_EQ(msg[r].rfind(k.param + ":", 0), 0u) << "rank " << r << ": " << msg[r];
+    for (const auto& m : k.mentions) EXPECT_NE(msg[r].find(m), std::string::npos) << m << " in: " << msg[r];
+  }
 }
 
 }  // namespace harness

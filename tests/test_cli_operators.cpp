@@ -23,6 +23,16 @@
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
+// The fp16 bits of v, for values fp16 holds exactly (normal range, at most 11 significant bits).
+uint16_t oracle_fp16_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  if ((u & 0x7FFFFFFFu) == 0) return static_cast<uint16_t>(sign);
+  const int e = static_cast<int>((u >> 23) & 0xFF) - 127 + 15;
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(e) << 10) | ((u >> 13) & 0x3FFu));
+}
+
 namespace {
 
 // ---- .npy files, by hand -------------------------------------------------------------------
@@ -452,6 +462,88 @@ TEST_F(CliTest, GenerateQuantizeReduceScatterWorkflow) {
   // INT8 with 128-element groups: quantization noise well under 5% of the signal.
   EXPECT_LT(std::sqrt(err2 / ref2), 0.05);
   EXPECT_GT(ref2, 0);
+}
+
+// ---- the fused operators: --in and --mode --------------------------------------------------------
+
+// `reduce-scatter|all-reduce --in --mode` on float32, float16 and bfloat16 (uint16 bits) files
+// writes the bits of `quantize` (of the same values in float32, exact) followed by the
+// quantized operator.
+TEST_F(CliTest, FusedEqualsQuantizeThenOperate) {
+  struct Pick {
+    const char* op;
+    const char* mode;
+    const char* x_dtype;
+    const char* scales_dtype;
+    const char* descr;  // the input file's element type
+  };
+  const Pick picks[] = {{"reduce-scatter", "kg-int8", "int8", "float", "<f4"},
+                        {"all-reduce", "mx-e4m3", "e4m3", "float8_e8m0", "<f2"},
+                        {"reduce-scatter", "kg-hif8", "hifloat8", "float", "<u2"},
+                        {"all-reduce", "e5m2", "e5m2", "float", "<f4"}};
+  const std::vector<int64_t> shape{2, 4, 1024};
+  for (const Pick& p : picks) {
+    SCOPED_TRACE(std::string(p.op) + " " + p.mode + " " + p.descr);
+    std::mt19937 g(17);
+    for (int r = 0; r < 2; ++r) {
+      Bytes in, f32;
+      for (int i = 0; i < 8 * 1024; ++i) {
+        const float v = std::ldexp(static_cast<float>(static_cast<int>(g() % 2001) - 1000), -static_cast<int>(g() % 12));
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        if (std::string(p.descr) == "<f4") {
+          for (int b = 0; b < 4; ++b) in.push_back(static_cast<uint8_t>(u >> (8 * b)));
+          f32 = in;
+          continue;
+        }
+        // 16-bit inputs: values a bf16 / fp16 holds exactly (few mantissa bits, small exponents).
+        // (bfloat16: the top 16 bits, and the float32 file holds that truncated value.)
+        const bool bf16 = std::string(p.descr) == "<u2";
+        const uint32_t u16 = bf16 ? u >> 16 : oracle_fp16_bits(v);
+        if (bf16) u &= 0xFFFF0000u;
+        in.push_back(static_cast<uint8_t>(u16));
+        in.push_back(static_cast<uint8_t>(u16 >> 8));
+        for (int b = 0; b < 4; ++b) f32.push_back(static_cast<uint8_t>(u >> (8 * b)));
+      }
+      write_npy(dir_ / ("in" + std::to_string(r) + ".npy"), p.descr, shape, in);
+      write_npy(dir_ / ("f32_" + std::to_string(r) + ".npy"), "<f4", shape, f32);
+    }
+    RunResult f = run(std::string(p.op) + " --ranks 2 --in 'in{rank}.npy' --mode " + p.mode + " --out 'outf{rank}.npy'");
+    ASSERT_EQ(f.exit_code, 0) << f.err;
+    EXPECT_NE(f.out.find("fused"), std::string::npos) << f.out;
+    RunResult q = run(std::string("quantize --ranks 2 --in 'f32_{rank}.npy' --x-dtype ") + p.x_dtype +
+                      " --scales-dtype " + p.scales_dtype + " --x 'x{rank}.npy' --scales 's{rank}.npy'");
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    RunResult o = run(std::string(p.op) + " --ranks 2 --x-dtype " + p.x_dtype +
+                      " --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'outq{rank}.npy'");
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    for (int r = 0; r < 2; ++r) {
+      NpyFile a = read_npy(dir_ / ("outf" + std::to_string(r) + ".npy"));
+      NpyFile b = read_npy(dir_ / ("outq" + std::to_string(r) + ".npy"));
+      EXPECT_EQ(a.shape, b.shape);
+      EXPECT_EQ(a.descr, "<u2");  // bfloat16 by default
+      EXPECT_TRUE(a.data == b.data) << "rank " << r << " differs";
+    }
+  }
+}
+
+TEST_F(CliTest, FusedRefusesBadArguments) {
+  RunResult g = run("generate --ranks 3 --bs 6 --hidden 1024 --out 'act{rank}.npy'");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --out 'out{rank}.npy'"), "--mode: required");
+  expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode mx-int8 --out 'out{rank}.npy'"),
+                 "--mode: must be one of");
+  expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode kg-int8 --x-dtype int8 --out 'out{rank}.npy'"),
+                 "--x-dtype cannot be given");
+  expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode kg-int8 --hif8-target 4 --out 'out{rank}.npy'"),
+                 "--hif8-target: applies to --mode kg-hif8 only");
+  expect_refused(run("all-reduce --ranks 2 --mode kg-int8 --out 'out{rank}.npy'"), "--mode: needs --in");
+  expect_refused(run("all-reduce --ranks 2 --x-dtype int8 --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+                 "--x: required");
+  // The operator's own rule (rank count), with its status.
+  RunResult r = run("reduce-scatter --ranks 3 --in 'act{rank}.npy' --mode kg-int8 --out 'out{rank}.npy'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("PARAM_INVALID"), std::string::npos) << r.err;
 }
 
 // ---- demo smoke test ------------------------------------------------------------------------------

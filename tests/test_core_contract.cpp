@@ -129,6 +129,58 @@ TEST(CoreContract, OperatorRules) {
   EXPECT_FALSE(c::output_shape(c::Op::AllReduce, {int64_t{1} << 40, int64_t{1} << 40}, 2));  // overflow
 }
 
+// ---- fused operators ----
+
+TEST(CoreContract, FusedOperators) {
+  using c::Op;
+  EXPECT_STREQ(c::op_name(Op::QuantizeReduceScatter), "QuantizeReduceScatter");
+  EXPECT_STREQ(c::op_name(Op::QuantizeAllReduce), "QuantizeAllReduce");
+  for (Op op : {Op::ReduceScatter, Op::AllReduce, Op::QuantizeReduceScatter, Op::QuantizeAllReduce}) {
+    const bool fused = op == Op::QuantizeReduceScatter || op == Op::QuantizeAllReduce;
+    const bool ar = op == Op::AllReduce || op == Op::QuantizeAllReduce;
+    EXPECT_EQ(c::is_fused(op), fused);
+    EXPECT_EQ(c::is_all_reduce(op), ar);
+    EXPECT_EQ(c::quantized_op(op), ar ? Op::AllReduce : Op::ReduceScatter);
+    EXPECT_EQ(c::fused_op(op), ar ? Op::QuantizeAllReduce : Op::QuantizeReduceScatter);
+    EXPECT_EQ(c::output_shape(op, {2, 4, 1024}, 4), c::output_shape(c::quantized_op(op), {2, 4, 1024}, 4));
+  }
+  for (DType t : {DType::Float, DType::Float16, DType::BFloat16}) EXPECT_TRUE(c::is_input_dtype(t));
+  for (DType t : {DType::Int8, DType::UInt8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E8M0})
+    EXPECT_FALSE(c::is_input_dtype(t));
+
+  // The config check: the quantizers' dtype rule and target rule under the config's names.
+  EXPECT_TRUE(c::check_quant_config(DType::Int8, DType::Float, -3.0f).ok());  // target ignored
+  EXPECT_TRUE(c::check_quant_config(DType::Float8E5M2, DType::Float8E8M0, 0.0f).ok());
+  EXPECT_EQ(c::check_quant_config(DType::Int8, DType::Float8E8M0, 0.0f).message,
+            "config.xDtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got int8 (2)");
+  EXPECT_EQ(c::check_quant_config(DType::Int8, DType::Float16, 0.0f).message,
+            "config.scalesDtype: must be float (KG) or float8_e8m0 (MX), got float16 (1)");
+  EXPECT_EQ(c::check_quant_config(DType::HiFloat8, DType::Float, 0.5f).message,
+            "config.hif8Target: must be 0 (default) or in [1, 32768], got 0.500000");
+  EXPECT_EQ(c::check_quant_config(DType::HiFloat8, DType::Float, 0.5f).code, qcoll::StatusCode::ParamInvalid);
+  // The quantizers keep their own names.
+  EXPECT_TRUE(starts_with(c::check_quant_dtypes(DType::Int8, DType::Float8E8M0).message, "x_dtype:"));
+
+  EXPECT_EQ(c::effective_hif8_target(DType::HiFloat8, DType::Float, 0.0f, 16.0f), 16.0f);
+  EXPECT_EQ(c::effective_hif8_target(DType::HiFloat8, DType::Float, 3.0f, 16.0f), 3.0f);
+  EXPECT_EQ(c::effective_hif8_target(DType::Int8, DType::Float, 3.0f, 16.0f), 0.0f);
+  EXPECT_EQ(c::effective_hif8_target(DType::Float8E4M3FN, DType::Float8E8M0, 3.0f, 16.0f), 0.0f);
+}
+
+TEST(CoreContract, QuantModes) {
+  EXPECT_EQ(std::size(c::kQuantModes), 6u);
+  for (const c::QuantMode& m : c::kQuantModes) {
+    EXPECT_TRUE(c::dtypes_fit(m.x, m.scales)) << m.name;
+    EXPECT_EQ(c::find_quant_mode(m.name), &m);
+    EXPECT_EQ(std::string(m.name).substr(0, 3), c::is_mx(m.scales) ? "mx-" : "kg-");
+  }
+  EXPECT_EQ(c::find_quant_mode("kg-e4m3")->x, DType::Float8E4M3FN);
+  EXPECT_EQ(c::find_quant_mode("mx-e5m2")->scales, DType::Float8E8M0);
+  EXPECT_EQ(c::find_quant_mode("int8"), nullptr);  // the tools' short spelling is theirs
+  EXPECT_EQ(c::find_quant_mode("mx-int8"), nullptr);
+  EXPECT_EQ(c::quant_mode_names(), "kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3 or mx-e5m2");
+}
+
 // ---- the window rule ----
 
 TEST(CoreContract, WindowRule) {

@@ -243,6 +243,64 @@ TEST_F(FaultsShm, OneRankNeverArrives) {
   expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
 }
 
+// The fused operators: bad input on one rank, a mismatch, a mid-call fault (outputs
+// untouched: staged), a missing rank; then the communicator works.
+RankCall fused_call(bool reduce_scatter = true) {
+  RankCall c;
+  c.fused = true;
+  c.reduce_scatter = reduce_scatter;
+  return c;
+}
+
+TEST_F(FaultsShm, FusedFaults) {
+  auto calls = all_same(fused_call());
+  calls[2].H = 1000;
+  auto rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
+  faults::print_row("shm", "fused: invalid input on one rank (H=1000 on r2)", rs);
+  expect_all_failed(rs, 2, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_EQ(rs[2].message.rfind("input: H must be", 0), 0u) << rs[2].message;
+
+  calls = all_same(fused_call());
+  calls[1].fused = false;
+  std::vector<RankPlan> plans = plans_of(calls);
+  for (auto& p : plans) p.calls.push_back(fused_call(false));  // then a good call: works
+  auto res = run_processes(plans, kLongTimeout, 7);
+  faults::print_row("shm", "fused on 3 ranks, quantized operator on r1", res[0]);
+  faults::print_row("shm", "fused: call after a failed call (same communicator)", res[1]);
+  expect_all_failed(res[0], -1, 0, kFastBound);
+  EXPECT_NE(res[0][0].message.find("disagree"), std::string::npos) << res[0][0].message;
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
+    EXPECT_TRUE(res[1][r].output_correct) << "rank " << r;
+  }
+}
+
+TEST_F(FaultsShm, FusedExceptionInTheReduceStepAndMissingRank) {
+  RankCall big = fused_call(false);
+  big.rows = 1024;
+  big.H = 4096;
+  big.on_call_start = [] { faults::inject_reduce_fault(true, 1024 / kRanks / 2); };
+  RankCall after = fused_call();
+  after.on_call_start = [] { faults::inject_reduce_fault(false); };
+  std::vector<RankPlan> plans(kRanks);
+  for (auto& p : plans) p.calls = {big, after};
+  auto res = run_processes(plans, kLongTimeout, 7);
+  faults::print_row("shm", "fused: exception in the reduce step mid-protocol (r2, all-reduce)", res[0]);
+  expect_all_failed(res[0], faults::kReduceFaultRank, QCOLL_INNER_ERROR, kFastBound);  // outputs untouched
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
+    EXPECT_TRUE(res[1][r].output_correct);
+  }
+
+  auto calls = all_same(fused_call());
+  calls[3].absent = true;
+  plans = plans_of(calls);
+  plans[3].linger_ms = static_cast<int>((kShortTimeout + 2) * 1000);
+  auto rs = run_processes(plans, kShortTimeout, 7)[0];
+  faults::print_row("shm", "fused: one rank never arrives (r3)", rs);
+  expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+}
+
 // Rank 1 SIGKILLs itself `delay_ms` after every rank entered a large all-reduce through a
 // small window (many chunk steps; ranks count their arrival in a shared page): with a few
 // milliseconds it dies during the data movement. Every survivor must end cleanly:

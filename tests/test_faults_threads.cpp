@@ -228,6 +228,90 @@ TEST_F(FaultsThreads, ExceptionInTheReduceStep) {
   }
 }
 
+// ---- The fused operators (QuantizeReduceScatter / QuantizeAllReduce): the same rules ----
+
+RankCall fused_call(bool reduce_scatter = true, qcollDataType in = QCOLL_DT_BFLOAT16) {
+  RankCall c;
+  c.fused = true;
+  c.in_dtype = in;
+  c.reduce_scatter = reduce_scatter;
+  return c;
+}
+
+TEST_F(FaultsThreads, FusedSucceedsWithTheReference) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  for (bool rs_op : {true, false})
+    for (qcollDataType in : {QCOLL_DT_FLOAT, QCOLL_DT_BFLOAT16}) {
+      auto rs = run_case(g, std::string("fused ") + (rs_op ? "reduce-scatter" : "all-reduce") + " from " +
+                                (in == QCOLL_DT_FLOAT ? "fp32" : "bf16") + " succeeds",
+                         all_same(fused_call(rs_op, in)));
+      expect_success(rs);
+    }
+}
+
+TEST_F(FaultsThreads, FusedInvalidInputOnOneRank) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same(fused_call());
+  calls[2].H = 1000;
+  auto rs = run_case(g, "fused: invalid input on one rank (H=1000 on r2)", calls);
+  expect_all_failed(rs, 2, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_EQ(rs[2].message.rfind("input: H must be a multiple of 128", 0), 0u) << rs[2].message;
+  EXPECT_NE(rs[0].message.find("rank 2"), std::string::npos) << rs[0].message;
+  calls = all_same(fused_call());
+  calls[1].in_dtype = QCOLL_DT_INT8;
+  rs = run_case(g, "fused: an int8 input on one rank (r1)", calls);
+  expect_all_failed(rs, 1, QCOLL_PARAM_INVALID, kFastBound);
+}
+
+TEST_F(FaultsThreads, FusedMismatchAcrossRanks) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same(fused_call());
+  calls[2].fused = false;  // the quantized operator on r2
+  auto rs = run_case(g, "fused on 3 ranks, quantized operator on r2", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  EXPECT_NE(rs[0].message.find("QuantReduceScatter (rank 2) vs QuantizeReduceScatter"), std::string::npos)
+      << rs[0].message;
+  calls = all_same(fused_call());
+  calls[1].in_dtype = QCOLL_DT_FLOAT;
+  rs = run_case(g, "fused: different input dtype across ranks (fp32 on r1)", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  calls = all_same(fused_call());
+  calls[3].scales_dtype = QCOLL_DT_FLOAT8_E8M0;  // MX on r3
+  rs = run_case(g, "fused: different mode across ranks (MX on r3)", calls);
+  expect_all_failed(rs, -1, 0, kFastBound);
+  rs = run_case(g, "fused: call after a failed call (same communicator)", all_same(fused_call()), 11);
+  expect_success(rs);
+}
+
+TEST_F(FaultsThreads, FusedExceptionInTheReduceStep) {
+  set_timeout(kLongTimeout);
+  harness::Group g(kRanks);
+  RankCall call = fused_call(false);
+  call.check_written = true;
+  faults::inject_reduce_fault(true);
+  auto rs = run_case(g, "fused: exception in the reduce step mid-protocol (r2, all-reduce)", all_same(call));
+  faults::inject_reduce_fault(false);
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
+    EXPECT_EQ(rs[r].status, r == faults::kReduceFaultRank ? QCOLL_INNER_ERROR : QCOLL_RUNTIME_ERROR);
+    EXPECT_LE(rs[r].seconds, kFastBound);
+    EXPECT_TRUE(rs[r].written_right);
+  }
+}
+
+TEST_F(FaultsThreads, FusedOneRankNeverArrives) {
+  set_timeout(kShortTimeout);
+  harness::Group g(kRanks);
+  auto calls = all_same(fused_call());
+  calls[3].absent = true;
+  auto rs = run_case(g, "fused: one rank never arrives (r3)", calls);
+  expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+  EXPECT_NE(rs[0].message.find("timed out"), std::string::npos) << rs[0].message;
+}
+
 TEST_F(FaultsThreads, CallAfterAFastFailureWorks) {
   set_timeout(kLongTimeout);
   harness::Group g(kRanks);

@@ -31,13 +31,7 @@ struct Call {
   GroupArg group = GroupArg::Own;
 };
 
-struct Case {
-  std::string name;
-  std::function<void(Call&)> change;
-  qcollStatus code;
-  std::string param;                 // the message starts with "<param>:"
-  std::vector<std::string> mentions;  // and contains each of these
-};
+using Case = harness::RuleCase<Call>;
 
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
@@ -176,12 +170,7 @@ TEST_P(Validation, RejectedWithCodeAndMessage) {
   std::vector<qcollStatus> st;
   std::vector<std::string> msg;
   run_phase_one(c, st, msg);
-  if (std::getenv("QCOLL_TEST_VERBOSE")) std::printf("%s: %s\n", k.name.c_str(), msg[0].c_str());
-  for (int r = 0; r < c.nranks; ++r) {
-    EXPECT_EQ(st[r], k.code) << "rank " << r << ": " << msg[r];
-    EXPECT_EQ(msg[r].rfind(k.param + ":", 0), 0u) << "rank " << r << ": " << msg[r];
-    for (const auto& m : k.mentions) EXPECT_NE(msg[r].find(m), std::string::npos) << m << " in: " << msg[r];
-  }
+  harness::expect_rejected(k, st, msg);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, Validation, ::testing::ValuesIn(cases()),

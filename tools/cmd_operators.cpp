@@ -2,7 +2,11 @@
 //
 //   qcoll reduce-scatter --ranks 4 --x-dtype int8 --x x{rank}.npy --scales s{rank}.npy --out out{rank}.npy
 //   mpirun -np 4 qcoll reduce-scatter --x-dtype int8 --x x{rank}.npy ...   (one rank per process)
+//   qcoll reduce-scatter --ranks 4 --in act{rank}.npy --mode kg-int8 --out out{rank}.npy   (fused: from floats)
 //
+// With --in the fused operator (QuantizeReduceScatter / QuantizeAllReduce) quantizes each
+// rank's float input (float32, float16, or uint16 holding bfloat16 bits) in --mode and
+// reduces it in one call: the bits of `qcoll quantize` followed by the quantized operator.
 // Every rank r reads its x and scales from the patterns with {rank} replaced by r, the
 // operator runs on all ranks, and only when every rank succeeded are the outputs written
 // (each to a temporary name, then renamed), so a failed run leaves no output file.
@@ -18,6 +22,7 @@
 #include "cli_error.hpp"
 #include "command.hpp"
 #include "npy.hpp"
+#include "modes.hpp"
 #include "operator_call.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
@@ -33,6 +38,9 @@ struct OperatorArgs {
   std::string scales_dtype;  // empty: from the scales file's element type
   std::string out_dtype = "bfloat16";
   std::string x_pattern, scales_pattern, out_pattern;
+  std::string in_pattern, mode;  // the fused operators
+  float hif8_target = 0.0f;
+  bool x_dtype_given = false, scales_dtype_given = false;
   bool quiet = false;
 };
 
@@ -75,7 +83,7 @@ npy::ElemType output_elem_type(DType out) {
 
 struct RankData {
   int rank = 0;
-  npy::Array x, scales;
+  npy::Array x, scales;  // fused operators: x holds the float input
   DType scales_dtype = DType::Float;
   std::vector<int64_t> out_shape;
   std::vector<uint8_t> out;
@@ -95,11 +103,58 @@ void report_failures(const std::vector<RankData>& ranks) {
   }
 }
 
+// The dtype a fused operator's .npy input holds: float32, float16, or uint16 (bfloat16 bits).
+DType input_dtype_of(const std::string& path, const npy::Array& a) {
+  switch (a.type) {
+    case npy::ElemType::Float32: return DType::Float;
+    case npy::ElemType::Float16: return DType::Float16;
+    case npy::ElemType::UInt16: return DType::BFloat16;
+    default:
+      throw CliError(ErrorKind::File, path + ": input has element type " + std::string(npy::elem_name(a.type)) +
+                                          " ('" + npy::descr(a.type) +
+                                          "'); expected float32 ('<f4'), float16 ('<f2') or uint16 ('<u2', "
+                                          "bfloat16 bits)");
+  }
+}
+
+// The fused operators' arguments: --in and --mode, none of the quantized inputs' options.
+const Mode& fused_mode(const OperatorArgs& args) {
+  for (const auto& [given, name] : {std::pair{!args.x_pattern.empty(), "--x"}, {!args.scales_pattern.empty(), "--scales"},
+                                    {args.x_dtype_given, "--x-dtype"}, {args.scales_dtype_given, "--scales-dtype"}})
+    if (given)
+      throw CliError(ErrorKind::Argument, std::string("--in: the fused operator quantizes the input itself, so ") +
+                                              name + " cannot be given with it");
+  if (args.mode.empty()) throw CliError(ErrorKind::Argument, "--mode: required with --in (" + mode_names() + ")");
+  const Mode* m = find_mode(args.mode);
+  if (m == nullptr)
+    throw CliError(ErrorKind::Argument, "--mode: must be one of " + mode_names() + ", got '" + args.mode + "'");
+  if (args.hif8_target != 0.0f && m->x != DType::HiFloat8)
+    throw CliError(ErrorKind::Argument, std::string("--hif8-target: applies to --mode kg-hif8 only, got --mode ") + m->name);
+  if (Status st = contract::check_hif8_target(args.hif8_target); !st.ok())
+    throw CliError(ErrorKind::Argument, "--hif8-target" + st.message.substr(st.message.find(':')));
+  return *m;
+}
+
 int run_operator_command(Op op, const OperatorArgs& args) {
   // Arguments first: nothing is read before they are all valid.
-  const DType x_dtype = parse_dtype_option("--x-dtype", args.x_dtype, contract::kXDtypes, "a quantized input type");
+  const bool fused = !args.in_pattern.empty();
+  const Mode* mode = fused ? &fused_mode(args) : nullptr;
+  if (!fused) {
+    if (!args.mode.empty()) throw CliError(ErrorKind::Argument, "--mode: needs --in (the fused operator's input)");
+    for (const auto& [missing, name] :
+         {std::pair{args.x_pattern.empty(), "--x"}, {args.scales_pattern.empty(), "--scales"},
+          {args.x_dtype.empty(), "--x-dtype"}})
+      if (missing)
+        throw CliError(ErrorKind::Argument, std::string(name) +
+                                                ": required (or --in and --mode to quantize a float input in the "
+                                                "same call)");
+  }
+  const DType x_dtype =
+      fused ? mode->x : parse_dtype_option("--x-dtype", args.x_dtype, contract::kXDtypes, "a quantized input type");
   std::optional<DType> scales_dtype;
-  if (!args.scales_dtype.empty())
+  if (fused)
+    scales_dtype = mode->scales;
+  else if (!args.scales_dtype.empty())
     scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, contract::kScalesDtypes, "a scales type");
   const DType out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
   if (args.ranks < 0 || (args.ranks == 0 && args.ranks_given))
@@ -108,8 +163,12 @@ int run_operator_command(Op op, const OperatorArgs& args) {
   // Threads, or under mpirun one rank per process ({rank} is then this process's rank).
   std::unique_ptr<RankRunner> runner = make_rank_runner(args.ranks, "qcoll-cli");
   const int n = runner->size();
-  check_rank_pattern("--x", args.x_pattern, n);
-  check_rank_pattern("--scales", args.scales_pattern, n);
+  if (fused) {
+    check_rank_pattern("--in", args.in_pattern, n);
+  } else {
+    check_rank_pattern("--x", args.x_pattern, n);
+    check_rank_pattern("--scales", args.scales_pattern, n);
+  }
   check_rank_pattern("--out", args.out_pattern, n);
 
   // Inputs of this process's ranks.
@@ -117,6 +176,18 @@ int run_operator_command(Op op, const OperatorArgs& args) {
   for (int r : runner->local_ranks()) {
     RankData d;
     d.rank = r;
+    if (fused) {
+      const std::string ip = expand_rank(args.in_pattern, r);
+      d.x = load_npy(ip);
+      input_dtype_of(ip, d.x);
+      d.scales_dtype = mode->scales;
+      d.out_shape = expected_output_shape(op, d.x.shape, n);
+      std::size_t count = 1;
+      for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
+      d.out.assign(count * dtype_size(out_dtype), 0);
+      ranks.push_back(std::move(d));
+      continue;
+    }
     const std::string xp = expand_rank(args.x_pattern, r), sp = expand_rank(args.scales_pattern, r);
     d.x = load_npy(xp);
     check_file_type(xp, d.x, x_dtype, "x");
@@ -141,9 +212,15 @@ int run_operator_command(Op op, const OperatorArgs& args) {
   for (auto& d : ranks) by_rank[static_cast<std::size_t>(d.rank)] = &d;
   runner->run([&](int rank, int, const std::string& group) {
     RankData& d = *by_rank[static_cast<std::size_t>(rank)];
+    TensorArg o{out_dtype, d.out_shape, d.out.data()};
+    if (fused) {
+      const TensorArg in{input_dtype_of(args.in_pattern, d.x), d.x.shape, d.x.data.data()};
+      const QuantConfig cfg{mode->x, mode->scales, args.hif8_target};
+      d.result = PreparedCall(op, in, cfg, o).run(group);
+      return;
+    }
     TensorArg x{x_dtype, d.x.shape, d.x.data.data()};
     TensorArg s{d.scales_dtype, d.scales.shape, d.scales.data.data()};
-    TensorArg o{out_dtype, d.out_shape, d.out.data()};
     d.result = call_operator(op, group, x, s, o);
   });
 
@@ -164,7 +241,16 @@ int run_operator_command(Op op, const OperatorArgs& args) {
     outputs.emplace_back(expand_rank(args.out_pattern, d.rank), std::move(a));
   }
   write_npy_files(outputs);
-  if (!args.quiet) {
+  if (!args.quiet && fused) {
+    const RankData& first = ranks.front();
+    std::printf("qcoll %s: %d ranks (%s), input %s %s quantized %s in the call (fused) -> %s %s per rank; wrote %s",
+                command_name(op), n, runner->transport(),
+                std::string(dtype_name(input_dtype_of(args.in_pattern, first.x))).c_str(),
+                shape_text(first.x.shape).c_str(), mode->name, std::string(dtype_name(out_dtype)).c_str(),
+                shape_text(first.out_shape).c_str(), outputs.front().first.c_str());
+    if (outputs.size() > 1) std::printf(" .. %s", outputs.back().first.c_str());
+    std::printf("\n");
+  } else if (!args.quiet) {
     const RankData& first = ranks.front();
     std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", command_name(op), n,
                 runner->transport(), std::string(dtype_name(x_dtype)).c_str(), shape_text(first.x.shape).c_str(),
@@ -180,24 +266,30 @@ int run_operator_command(Op op, const OperatorArgs& args) {
 void add_operator_command(CLI::App& app, Op op) {
   const bool rs = op == Op::ReduceScatter;
   CLI::App* sub = app.add_subcommand(
-      command_name(op), rs ? "Run QuantReduceScatter on .npy files: rank r gets row block r of the sum over ranks"
-                            : "Run QuantAllReduce on .npy files: every rank gets the full sum over ranks");
+      command_name(op), rs ? "Run QuantReduceScatter (or, with --in, QuantizeReduceScatter) on .npy files: rank r gets "
+                             "row block r of the sum over ranks"
+                           : "Run QuantAllReduce (or, with --in, QuantizeAllReduce) on .npy files: every rank gets "
+                             "the full sum over ranks");
   auto args = std::make_shared<OperatorArgs>();
   sub->add_option("--ranks,-n", args->ranks,
                   "Number of ranks (the operators accept 2, 4 or 8), run as threads; under mpirun one rank per "
                   "process: omit it or give the number of processes")
       ->each([args](const std::string&) { args->ranks_given = true; });
   sub->add_option("--x-dtype", args->x_dtype, "Type of x: int8, hifloat8, float8_e4m3fn (e4m3), float8_e5m2 (e5m2)")
-      ->required();
+      ->each([args](const std::string&) { args->x_dtype_given = true; });
   sub->add_option("--scales-dtype", args->scales_dtype,
                   "Type of scales: float (per-group 128) or float8_e8m0 (MX); default: float for a float32 file, "
-                  "float8_e8m0 for a uint8 file");
+                  "float8_e8m0 for a uint8 file")
+      ->each([args](const std::string&) { args->scales_dtype_given = true; });
   sub->add_option("--out-dtype", args->out_dtype, "Output type: float, float16 or bfloat16 (stored as uint16 bits)")
       ->capture_default_str();
-  sub->add_option("--x", args->x_pattern, "x file of each rank; {rank} is replaced by the rank (int8/uint8 .npy)")
-      ->required();
-  sub->add_option("--scales", args->scales_pattern, "Scales file of each rank, with {rank} (float32 or uint8 .npy)")
-      ->required();
+  sub->add_option("--x", args->x_pattern, "x file of each rank; {rank} is replaced by the rank (int8/uint8 .npy)");
+  sub->add_option("--scales", args->scales_pattern, "Scales file of each rank, with {rank} (float32 or uint8 .npy)");
+  sub->add_option("--in", args->in_pattern,
+                  "Instead of --x and --scales: the float input of each rank, with {rank} (float32, float16, or "
+                  "uint16 holding bfloat16 bits), quantized in --mode by the fused operator");
+  sub->add_option("--mode", args->mode, "With --in: " + mode_names() + " (int8, hif8, e4m3, e5m2 name the KG modes)");
+  sub->add_option("--hif8-target", args->hif8_target, "With --in --mode kg-hif8: scale = amax / target (0: default)");
   sub->add_option("--out", args->out_pattern, "Output file of each rank, with {rank}")->required();
   sub->add_flag("--quiet,-q", args->quiet, "Print nothing on success");
   set_action(sub, [op, args] { return run_operator_command(op, *args); });

@@ -24,7 +24,7 @@ CallResult failed(int32_t status) { return {status, qcollGetRecentErrMsg()}; }
 
 }  // namespace
 
-const char* command_name(Op op) { return op == Op::ReduceScatter ? "reduce-scatter" : "all-reduce"; }
+const char* command_name(Op op) { return contract::is_all_reduce(op) ? "all-reduce" : "reduce-scatter"; }
 
 std::vector<Op> parse_op_list(const std::string& option, const std::string& text) {
   static constexpr const char* kNames[] = {"reduce-scatter", "all-reduce"};
@@ -43,23 +43,44 @@ PreparedCall::PreparedCall(Op op, const TensorArg& x, const TensorArg& scales, c
     : op_(op), t_(new Tensors{make_tensor(x), make_tensor(scales), make_tensor(out)}) {
   if (!t_->x || !t_->scales || !t_->out) made_ = failed(QCOLL_PARAM_INVALID);
 }
+PreparedCall::PreparedCall(Op op, const TensorArg& input, const QuantConfig& config, const TensorArg& out)
+    : op_(contract::fused_op(op)), t_(new Tensors{make_tensor(input), nullptr, make_tensor(out)}), config_(config) {
+  if (!t_->x || !t_->out) made_ = failed(QCOLL_PARAM_INVALID);
+}
 PreparedCall::~PreparedCall() = default;
 PreparedCall::PreparedCall(PreparedCall&&) noexcept = default;
 
 CallResult PreparedCall::run(const std::string& group) {
   if (!made_.ok()) return made_;
-  const bool rs = op_ == Op::ReduceScatter;
+  const qcollQuantConfig cfg{static_cast<qcollDataType>(config_.x_dtype),
+                             static_cast<qcollDataType>(config_.scales_dtype), config_.hif8_target};
+  const char* g = group.c_str();
   uint64_t ws = 0;
   qcollOpExecutor* exec = nullptr;
-  qcollStatus st =
-      rs ? qcollQuantReduceScatterGetWorkspaceSize(t_->x.get(), t_->scales.get(), group.c_str(), "sum", t_->out.get(),
-                                                    &ws, &exec)
-         : qcollQuantAllReduceGetWorkspaceSize(t_->x.get(), t_->scales.get(), group.c_str(), "sum", t_->out.get(), &ws,
-                                               &exec);
+  qcollStatus st = QCOLL_SUCCESS;
+  switch (op_) {
+    case Op::ReduceScatter:
+      st = qcollQuantReduceScatterGetWorkspaceSize(t_->x.get(), t_->scales.get(), g, "sum", t_->out.get(), &ws, &exec);
+      break;
+    case Op::AllReduce:
+      st = qcollQuantAllReduceGetWorkspaceSize(t_->x.get(), t_->scales.get(), g, "sum", t_->out.get(), &ws, &exec);
+      break;
+    case Op::QuantizeReduceScatter:
+      st = qcollQuantizeReduceScatterGetWorkspaceSize(t_->x.get(), &cfg, g, "sum", t_->out.get(), &ws, &exec);
+      break;
+    case Op::QuantizeAllReduce:
+      st = qcollQuantizeAllReduceGetWorkspaceSize(t_->x.get(), &cfg, g, "sum", t_->out.get(), &ws, &exec);
+      break;
+  }
   if (st != QCOLL_SUCCESS) return failed(st);
   if (workspace_.size() < ws) workspace_.resize(ws);
-  st = rs ? qcollQuantReduceScatter(workspace_.data(), ws, exec, nullptr)
-          : qcollQuantAllReduce(workspace_.data(), ws, exec, nullptr);
+  void* w = workspace_.data();
+  switch (op_) {
+    case Op::ReduceScatter: st = qcollQuantReduceScatter(w, ws, exec, nullptr); break;
+    case Op::AllReduce: st = qcollQuantAllReduce(w, ws, exec, nullptr); break;
+    case Op::QuantizeReduceScatter: st = qcollQuantizeReduceScatter(w, ws, exec, nullptr); break;
+    case Op::QuantizeAllReduce: st = qcollQuantizeAllReduce(w, ws, exec, nullptr); break;
+  }
   if (st != QCOLL_SUCCESS) return failed(st);
   return {};
 }

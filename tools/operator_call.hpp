@@ -1,6 +1,6 @@
 // Calls of the qcoll operators through the two-phase C API, on the calling rank thread.
 // The operators are contract::Op; on the command line they are spelled reduce-scatter and
-// all-reduce.
+// all-reduce (the fused ones, from a float input, the same: `--in` instead of `--x`).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,13 +9,14 @@
 
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
+#include "qcoll/qcoll.hpp"
 
 struct qcollTensor;
 
 namespace qcoll::cli {
 
 using contract::Op;
-// "reduce-scatter", "all-reduce": the subcommands' and bench's spelling.
+// "reduce-scatter", "all-reduce": the subcommands' and bench's spelling (fused or not).
 const char* command_name(Op op);
 // A comma list of command names; throws CliError(Argument) naming `option`.
 std::vector<Op> parse_op_list(const std::string& option, const std::string& text);
@@ -37,6 +38,9 @@ struct CallResult {
 class PreparedCall {
  public:
   PreparedCall(Op op, const TensorArg& x, const TensorArg& scales, const TensorArg& out);
+  // A fused operator (op QuantizeReduceScatter / QuantizeAllReduce, or the quantized one it
+  // stands for): `input` is the float tensor, `config` the quantization.
+  PreparedCall(Op op, const TensorArg& input, const QuantConfig& config, const TensorArg& out);
   ~PreparedCall();
   PreparedCall(const PreparedCall&) = delete;
   PreparedCall& operator=(const PreparedCall&) = delete;
@@ -50,6 +54,7 @@ class PreparedCall {
   struct Tensors;
   Op op_;
   std::unique_ptr<Tensors> t_;
+  QuantConfig config_;  // fused operators
   CallResult made_;  // the failure of making the tensors, if any
   std::vector<uint8_t> workspace_;
 };

@@ -5,7 +5,9 @@
 //   - which dtypes an x, an MX x, an output and a scales tensor may have;
 //   - the H rules (quantizers: a positive multiple of the mode's H multiple; operators: a
 //     multiple of 128 in [1024, 8192]), the rank counts (2, 4, 8), the output shapes;
-//   - the HiF8 KG target range and the window rule (HCCL_BUFFSIZE).
+//   - the HiF8 KG target range and the window rule (HCCL_BUFFSIZE);
+//   - the fused operators (quantize and exchange in one call): their float input dtypes and
+//     the check of their quantization config.
 // Messages follow the project's shape `param: rule, got value`.
 #pragma once
 #include <cstddef>
@@ -13,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qcoll/dtype.hpp"
@@ -43,6 +46,24 @@ bool dtypes_fit(DType x_dtype, DType scales_dtype);
 std::string dtype_list(std::span<const DType> types);
 // "float8_e5m2 (35)": a dtype's name and value, as messages quote a value seen.
 std::string dtype_text(DType t);
+
+// ---- Quantization modes: the names of the (x dtype, scales dtype) rows of §modes, as the
+// tools, the Python package and the fused operators' wrappers spell them ----
+
+struct QuantMode {
+  const char* name;  // "kg-int8", ..., "mx-e5m2"
+  DType x;
+  DType scales;      // Float (KG) or Float8E8M0 (MX)
+};
+inline constexpr QuantMode kQuantModes[] = {
+    {"kg-int8", DType::Int8, DType::Float},         {"kg-hif8", DType::HiFloat8, DType::Float},
+    {"kg-e4m3", DType::Float8E4M3FN, DType::Float}, {"kg-e5m2", DType::Float8E5M2, DType::Float},
+    {"mx-e4m3", DType::Float8E4M3FN, DType::Float8E8M0}, {"mx-e5m2", DType::Float8E5M2, DType::Float8E8M0},
+};
+// The mode named `name` exactly, or nullptr.
+const QuantMode* find_quant_mode(std::string_view name);
+// "kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3 or mx-e5m2"
+std::string quant_mode_names();
 
 // ---- Scale groups and the scales layout (contract.md §modes) ----
 
@@ -87,8 +108,15 @@ Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float 
 
 // ---- Operators (contract.md §api, §validation) ----
 
-enum class Op : int32_t { ReduceScatter = 1, AllReduce = 2 };
-const char* op_name(Op op);  // "QuantReduceScatter", "QuantAllReduce"
+// The quantized operators (1, 2) and the fused ones (3, 4: quantize a float input, then the
+// same exchange and reduction; contract.md §fused).
+enum class Op : int32_t { ReduceScatter = 1, AllReduce = 2, QuantizeReduceScatter = 3, QuantizeAllReduce = 4 };
+// "QuantReduceScatter", "QuantAllReduce", "QuantizeReduceScatter", "QuantizeAllReduce".
+const char* op_name(Op op);
+bool is_fused(Op op);                 // QuantizeReduceScatter or QuantizeAllReduce
+bool is_all_reduce(Op op);            // AllReduce or QuantizeAllReduce
+Op quantized_op(Op op);               // the quantized operator a fused one ends in (RS / AR)
+Op fused_op(Op op);                   // the fused twin of a quantized operator
 
 inline constexpr int kRankCounts[] = {2, 4, 8};
 // Group (communicator) names: non-empty, at most 127 characters (shorter than 128).
@@ -113,6 +141,20 @@ bool op_h_ok(int64_t H);
 // dimension <= 0, the element count overflowing int64, nranks < 1, or BS not a multiple
 // of nranks for reduce-scatter.
 std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_t>& x_shape, int nranks);
+
+// ---- Fused operators (contract.md §fused) ----
+
+// The input of a fused operator: float, float16 or bfloat16.
+inline constexpr DType kInputDtypes[] = {DType::Float, DType::Float16, DType::BFloat16};
+bool is_input_dtype(DType t);
+
+// The quantization config of a fused call (qcollQuantConfig): the quantizers' rule
+// (check_quant_dtypes, then the HiF8 target for KG HiF8 only) with the config's field names
+// in the messages: "config.xDtype: ...", "config.scalesDtype: ...", "config.hif8Target: ...".
+Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target);
+// The HiF8 target a call uses: the given one, 0 meaning the default (default_target, passed
+// in by the caller: the quantizers own it); 0 for anything but KG HiF8, where it has no role.
+float effective_hif8_target(DType x_dtype, DType scales_dtype, float hif8_target, float default_target);
 
 // ---- The window rule (contract.md §window; HCCL_BUFFSIZE is read by qcoll/settings.hpp) ----
 

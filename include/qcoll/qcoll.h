@@ -151,6 +151,35 @@ qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor *x, const qcol
 qcollStatus qcollQuantAllReduce(void *workspace, uint64_t workspaceSize,
                                 qcollOpExecutor *executor, qcollStream stream);
 
+/* ---- Fused operators (contract.md §fused) ------------------------------------------------
+ * Quantize a float tensor and reduce in one call: the rows each rank sends are quantized
+ * straight into the transport's buffers, chunk by chunk, while earlier chunks move. The
+ * result has the bits of quantizing `input` with the public quantizers (qcoll/quant.hpp,
+ * the mode `config` names) and passing that to qcollQuantReduceScatter / qcollQuantAllReduce.
+ * `input` is FLOAT, FLOAT16 or BFLOAT16, (BS, H) or (B, S, H), with the shape rules and the
+ * collective safety of the quantized operators; every rank passes the same config. */
+typedef struct {
+  qcollDataType xDtype;      /* INT8, HIFLOAT8, FLOAT8_E4M3FN, FLOAT8_E5M2 */
+  qcollDataType scalesDtype; /* FLOAT (KG, group 128) or FLOAT8_E8M0 (MX, group 32) */
+  float hif8Target;          /* HiF8 KG target (scale = amax / target); 0 = the default */
+} qcollQuantConfig;
+
+qcollStatus qcollQuantizeReduceScatterGetWorkspaceSize(const qcollTensor *input,
+                                                       const qcollQuantConfig *config,
+                                                       const char *group, const char *reduceOp,
+                                                       qcollTensor *output, uint64_t *workspaceSize,
+                                                       qcollOpExecutor **executor);
+qcollStatus qcollQuantizeReduceScatter(void *workspace, uint64_t workspaceSize,
+                                       qcollOpExecutor *executor, qcollStream stream);
+
+qcollStatus qcollQuantizeAllReduceGetWorkspaceSize(const qcollTensor *input,
+                                                   const qcollQuantConfig *config, const char *group,
+                                                   const char *reduceOp, qcollTensor *output,
+                                                   uint64_t *workspaceSize,
+                                                   qcollOpExecutor **executor);
+qcollStatus qcollQuantizeAllReduce(void *workspace, uint64_t workspaceSize,
+                                   qcollOpExecutor *executor, qcollStream stream);
+
 /* Releases an executor that will not be run. Its call still takes part in the group's
  * agreement, as a rank whose checks failed does: the peers' calls fail at once with
  * RUNTIME_ERROR, and this returns once they arrived (at most QCOLL_TIMEOUT_S). */

@@ -1,4 +1,5 @@
-// qcoll C++ API: quantized reduce-scatter and all-reduce, over the C API (qcoll.h).
+// qcoll C++ API: quantized reduce-scatter and all-reduce (from quantized data, or fused with
+// the quantization of a float tensor), over the C API (qcoll.h).
 //
 //   qcoll::ThreadGroup group("tp", 4);                       // once, any thread
 //   // in each of 4 threads, rank r:
@@ -247,6 +248,56 @@ inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, 
 inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
                              const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
   quant_all_reduce(x, scales, group.name(), out, stream, reduce_op);
+}
+
+// The fused operators (qcollQuantizeReduceScatter / qcollQuantizeAllReduce): quantize a
+// float, float16 or bfloat16 `input` of shape (BS, H) or (B, S, H) in the mode `config`
+// names, exchange and reduce, in one collective call. Same bits as quant::quantize* of
+// `input` followed by quant_reduce_scatter / quant_all_reduce.
+struct QuantConfig {
+  DType x_dtype = DType::Int8;       // Int8, HiFloat8, Float8E4M3FN, Float8E5M2
+  DType scales_dtype = DType::Float;  // Float (KG, group 128) or Float8E8M0 (MX, group 32)
+  float hif8_target = 0.0f;           // KG HiFloat8 only; 0 = the default
+};
+void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
+                             const TensorView& out, const std::string& reduce_op = "sum");
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
+                         const TensorView& out, const std::string& reduce_op = "sum");
+Status try_quantize_reduce_scatter(const TensorView& input, const QuantConfig& config,
+                                   const std::string& group, const TensorView& out,
+                                   const std::string& reduce_op = "sum") noexcept;
+Status try_quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
+                               const TensorView& out, const std::string& reduce_op = "sum") noexcept;
+// On a stream (as quant_reduce_scatter on a stream).
+void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
+                             const TensorView& out, Stream& stream, const std::string& reduce_op = "sum");
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
+                         const TensorView& out, Stream& stream, const std::string& reduce_op = "sum");
+
+// The same with a group object (ThreadGroup, Comm) instead of its name.
+template <class Group>
+  requires requires(const Group& g) { g.name(); }
+void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const Group& group,
+                             const TensorView& out, const std::string& reduce_op = "sum") {
+  quantize_reduce_scatter(input, config, group.name(), out, reduce_op);
+}
+template <class Group>
+  requires requires(const Group& g) { g.name(); }
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const Group& group,
+                         const TensorView& out, const std::string& reduce_op = "sum") {
+  quantize_all_reduce(input, config, group.name(), out, reduce_op);
+}
+template <class Group>
+  requires requires(const Group& g) { g.name(); }
+void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const Group& group,
+                             const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+  quantize_reduce_scatter(input, config, group.name(), out, stream, reduce_op);
+}
+template <class Group>
+  requires requires(const Group& g) { g.name(); }
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const Group& group,
+                         const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+  quantize_all_reduce(input, config, group.name(), out, stream, reduce_op);
 }
 
 // The communicator `group` as the calling thread sees it (qcollGroupInfo); nullopt when no

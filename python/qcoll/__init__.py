@@ -1,7 +1,8 @@
 """qcoll: quantized reduce-scatter and all-reduce, exact to the bit, on ordinary CPUs.
 
 Python bindings over the C++ core: number formats (decode/encode), quantizers (KG, MX),
-and the operators quant_reduce_scatter / quant_all_reduce over groups of threads of this
+and the operators quant_reduce_scatter / quant_all_reduce (from quantized data) and
+reduce_scatter / all_reduce (fused: from a float tensor) over groups of threads of this
 process (ThreadGroup, run_ranks), processes of one host joined by a unique id (UniqueId,
 init_comm) or MPI processes (qcoll.mpi, needs mpi4py); on a Stream the operators return a
 Work at once.
@@ -19,7 +20,7 @@ from .errors import (
 )
 from .formats import decode, encode, max_finite
 from .groups import ThreadGroup, run_ranks
-from .ops import quant_all_reduce, quant_reduce_scatter
+from .ops import all_reduce, quant_all_reduce, quant_reduce_scatter, reduce_scatter
 from .quant import default_hif8_target, dequantize, quantize_kg, quantize_mx
 from .streams import Stream, Work
 
@@ -36,6 +37,6 @@ __all__ = [
     "ThreadGroup", "run_ranks",
     "UniqueId", "Comm", "init_comm",
     "Stream", "Work",
-    "quant_reduce_scatter", "quant_all_reduce",
+    "quant_reduce_scatter", "quant_all_reduce", "reduce_scatter", "all_reduce",
     "HAS_MPI",
 ]

@@ -1,6 +1,7 @@
 """The operators QuantReduceScatter and QuantAllReduce (contract.md §operation, §api), with the vendor's Python
 signature ``(x, scales, group, *, reduce_op="sum", output_dtype=None, x_dtype=None,
-scales_dtype=None)``."""
+scales_dtype=None)``; and the fused operators (contract.md §fused) from a float tensor,
+``reduce_scatter(x, group, *, mode="kg-int8", output_dtype=None)`` and ``all_reduce``."""
 
 from __future__ import annotations
 
@@ -31,9 +32,23 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
     if ot is None:
         ot = DType.BFLOAT16  # the vendor's default
     name = group_name(group)
-    # The output's shape (the contract's) needs the group size; when the name is unknown, x
-    # is missing or has no such shape, any shape will do: the operator rejects the call
-    # before writing anything.
+    out = _output(which, xb, name, ot)
+    fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
+    xr = None if xb is None else xb.raw
+    sr = None if sb is None else sb.raw
+    if stream is None:
+        fn(xr, xt, sr, st, name, reduce_op, out, int(ot))
+        return result(out, ot, xb is not None and xb.is_torch)
+    _check_stream(stream)
+    # Enqueued: the stream keeps x, scales and out alive until a synchronize covered the call.
+    fn(xr, xt, sr, st, name, reduce_op, out, int(ot), stream._s, (x, scales, xr, sr, out))
+    return Work(stream, result(out, ot, xb is not None and xb.is_torch))
+
+
+def _output(which: str, xb: Optional[Bits], name: Optional[str], ot: DType) -> np.ndarray:
+    """The output array of a call: the contract's shape for x's shape and the group's size. When
+    the name is unknown, x is missing or has no such shape, any shape will do: the operator
+    rejects the call before writing anything."""
     shape: tuple = (1,)
     if xb is not None:
         shape = xb.raw.shape
@@ -42,18 +57,59 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
             want = _core.output_shape(which, list(shape), info[1])
             if want is not None:
                 shape = tuple(want)
-    out = np.zeros(shape, np.dtype({1: np.uint8, 2: np.uint16, 4: np.float32}[ot.itemsize]))
-    fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
-    xr = None if xb is None else xb.raw
-    sr = None if sb is None else sb.raw
-    if stream is None:
-        fn(xr, xt, sr, st, name, reduce_op, out, int(ot))
-        return result(out, ot, xb is not None and xb.is_torch)
+    return np.zeros(shape, np.dtype({1: np.uint8, 2: np.uint16, 4: np.float32}[ot.itemsize]))
+
+
+def _check_stream(stream) -> None:
     if not isinstance(stream, Stream):
         raise invalid(f"stream: expected a qcoll.Stream or None, got {type(stream).__name__}")
-    # Enqueued: the stream keeps x, scales and out alive until a synchronize covered the call.
-    fn(xr, xt, sr, st, name, reduce_op, out, int(ot), stream._s, (x, scales, xr, sr, out))
+
+
+def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target, stream=None):
+    xb = None if x is None else bits_of(x, "x")
+    if xb is not None and xb.dtype is None:
+        raise invalid(f"x: must hold float32, float16 or bfloat16 values, got raw {xb.raw.dtype} codes")
+    if not isinstance(mode, str):
+        raise invalid(f"mode: must be a string ({', '.join(_core.quant_mode_names())}), got {mode!r}")
+    x_dtype, scales_dtype = _core.quant_mode(mode)
+    ot = optional_dtype(output_dtype, "output_dtype")
+    if ot is None:
+        ot = DType.BFLOAT16  # the vendor's default
+    name = group_name(group)
+    out = _output(which, xb, name, ot)
+    fn = _core.quantize_reduce_scatter if which == "rs" else _core.quantize_all_reduce
+    xr = None if xb is None else xb.raw
+    args = (xr, -1 if xb is None else int(xb.dtype), x_dtype, scales_dtype, float(hif8_target), name, reduce_op,
+            out, int(ot))
+    if stream is None:
+        fn(*args)
+        return result(out, ot, xb is not None and xb.is_torch)
+    _check_stream(stream)
+    fn(*args, stream._s, (x, xr, out))
     return Work(stream, result(out, ot, xb is not None and xb.is_torch))
+
+
+def reduce_scatter(x, group, *, mode: str = "kg-int8", output_dtype=None, reduce_op: str = "sum",
+                   hif8_target: float = 0.0, stream: Optional[Stream] = None):
+    """QuantizeReduceScatter, the fused operator: quantizes ``x`` in ``mode`` and reduce-scatters
+    it in one call. Rank r gets its row block r of the sum, exactly the bits of
+    ``quantize_kg``/``quantize_mx`` followed by :func:`quant_reduce_scatter`.
+
+    ``x``: (BS, H) or (B, S, H) of float32, float16 or bfloat16 (numpy / ml_dtypes, or a torch
+    CPU tensor). ``mode``: kg-int8, kg-hif8, kg-e4m3, kg-e5m2 (per-token-per-group, fp32
+    scales per 128) or mx-e4m3, mx-e5m2 (OCP MX, E8M0 scales per 32). ``hif8_target``: the
+    kg-hif8 target (0: the default). ``output_dtype``: float, float16 or bfloat16 (default).
+    Returns a (BS/n, H) array (a torch tensor for a torch x); on a ``stream`` a
+    :class:`qcoll.Work`. Raises qcoll.Error.
+    """
+    return _run_fused("rs", x, group, mode, reduce_op, output_dtype, hif8_target, stream)
+
+
+def all_reduce(x, group, *, mode: str = "kg-int8", output_dtype=None, reduce_op: str = "sum",
+               hif8_target: float = 0.0, stream: Optional[Stream] = None):
+    """QuantizeAllReduce, the fused operator: every rank gets the full reduction, of x's shape
+    (see :func:`reduce_scatter` for the arguments)."""
+    return _run_fused("ar", x, group, mode, reduce_op, output_dtype, hif8_target, stream)
 
 
 def quant_reduce_scatter(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,

@@ -2,11 +2,13 @@
 // needs before it allocates, so that python/qcoll asks the C++ rules instead of re-coding them.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bindings.hpp"
@@ -51,6 +53,19 @@ void bind_contract(nb::module_& m) {
         "Bytes per element (1, 2 or 4); 0 for an unknown value.");
   m.def("is_8bit_format", [](int32_t t) { return is_8bit_format(as_dtype(t)); }, nb::arg("dtype"));
   m.attr("HIF8_TARGET_MAX") = contract::kHif8TargetMax;
+  m.def("quant_mode",
+        [](const std::string& name) {
+          const contract::QuantMode* mode = contract::find_quant_mode(name);
+          if (mode == nullptr)
+            throw_param_invalid("mode: must be " + contract::quant_mode_names() + ", got '" + name + "'");
+          return std::make_tuple(static_cast<int32_t>(mode->x), static_cast<int32_t>(mode->scales));
+        },
+        nb::arg("name"), "(x_dtype, scales_dtype) of a quantization mode (contract::kQuantModes).");
+  m.def("quant_mode_names", [] {
+    std::vector<std::string> names;
+    for (const contract::QuantMode& mode : contract::kQuantModes) names.emplace_back(mode.name);
+    return names;
+  });
 }
 
 }  // namespace qcoll::python

@@ -99,18 +99,11 @@ using PhaseOne = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const c
                                  qcollTensor*, uint64_t*, qcollOpExecutor**);
 using PhaseTwo = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
 
-// On a stream, phase two enqueues: the workspace and `keep` (the arrays the call uses) stay
-// with the stream until a synchronize covered the call.
-void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, int32_t x_dtype,
-                  const std::optional<AnyArray>& scales, int32_t scales_dtype,
-                  const std::optional<std::string>& group, const std::optional<std::string>& reduce_op,
-                  const std::optional<AnyArray>& out, int32_t out_dtype, Stream* stream, nb::object keep) {
-  TensorHandle tx, ts, to;
-  describe(x, x_dtype, "x", tx);
-  describe(scales, scales_dtype, "scales", ts);
-  describe(out, out_dtype, "output", to);
-  const char* g = group ? group->c_str() : nullptr;
-  const char* op = reduce_op ? reduce_op->c_str() : nullptr;
+// Both phases with the GIL released: phase_one(&workspace size, &executor), then phase two
+// on `stream` or here. On a stream, phase two enqueues: the workspace and `keep` (the arrays
+// the call uses) stay with the stream until a synchronize covered the call.
+template <class PhaseOneCall>
+void run_phases(const PhaseOneCall& phase_one, PhaseTwo two, Stream* stream, nb::object keep) {
   const qcollStream s = stream ? stream->live() : nullptr;
   auto workspace = std::make_unique<std::vector<uint8_t>>();
   qcollStatus status;
@@ -118,7 +111,7 @@ void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, 
     nb::gil_scoped_release unlocked;
     uint64_t ws_size = 0;
     qcollOpExecutor* exec = nullptr;
-    status = one(tx.t, ts.t, g, op, to.t, &ws_size, &exec);
+    status = phase_one(&ws_size, &exec);
     if (status == QCOLL_SUCCESS) {
       workspace->resize(ws_size);
       status = two(ws_size ? workspace->data() : nullptr, ws_size, exec, s);
@@ -130,6 +123,39 @@ void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, 
     nb::capsule owner(ws, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
     stream->keep(nb::make_tuple(keep, owner));
   }
+}
+
+void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, int32_t x_dtype,
+                  const std::optional<AnyArray>& scales, int32_t scales_dtype,
+                  const std::optional<std::string>& group, const std::optional<std::string>& reduce_op,
+                  const std::optional<AnyArray>& out, int32_t out_dtype, Stream* stream, nb::object keep) {
+  TensorHandle tx, ts, to;
+  describe(x, x_dtype, "x", tx);
+  describe(scales, scales_dtype, "scales", ts);
+  describe(out, out_dtype, "output", to);
+  const char* g = group ? group->c_str() : nullptr;
+  const char* op = reduce_op ? reduce_op->c_str() : nullptr;
+  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(tx.t, ts.t, g, op, to.t, ws, e); }, two, stream,
+             std::move(keep));
+}
+
+// The fused operators: the float input and the quantization config instead of x and scales.
+using FusedPhaseOne = qcollStatus (*)(const qcollTensor*, const qcollQuantConfig*, const char*, const char*,
+                                      qcollTensor*, uint64_t*, qcollOpExecutor**);
+
+void run_fused(FusedPhaseOne one, PhaseTwo two, const std::optional<AnyArray>& input, int32_t in_dtype,
+               int32_t x_dtype, int32_t scales_dtype, float hif8_target, const std::optional<std::string>& group,
+               const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out, int32_t out_dtype,
+               Stream* stream, nb::object keep) {
+  TensorHandle ti, to;
+  describe(input, in_dtype, "input", ti);
+  describe(out, out_dtype, "output", to);
+  const qcollQuantConfig cfg{static_cast<qcollDataType>(x_dtype), static_cast<qcollDataType>(scales_dtype),
+                             hif8_target};
+  const char* g = group ? group->c_str() : nullptr;
+  const char* op = reduce_op ? reduce_op->c_str() : nullptr;
+  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(ti.t, &cfg, g, op, to.t, ws, e); }, two, stream,
+             std::move(keep));
 }
 
 }  // namespace
@@ -168,6 +194,23 @@ void bind_ops(nb::module_& m) {
   };
   def_op("quant_reduce_scatter", &qcollQuantReduceScatterGetWorkspaceSize, &qcollQuantReduceScatter);
   def_op("quant_all_reduce", &qcollQuantAllReduceGetWorkspaceSize, &qcollQuantAllReduce);
+
+  auto def_fused = [&](const char* name, FusedPhaseOne one, PhaseTwo two) {
+    m.def(name,
+          [one, two](const std::optional<AnyArray>& input, int32_t in_dtype, int32_t x_dtype, int32_t scales_dtype,
+                     float hif8_target, const std::optional<std::string>& group,
+                     const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out,
+                     int32_t out_dtype, Stream* stream, nb::object keep) {
+            run_fused(one, two, input, in_dtype, x_dtype, scales_dtype, hif8_target, group, reduce_op, out,
+                      out_dtype, stream, std::move(keep));
+          },
+          nb::arg("input").noconvert().none(), nb::arg("in_dtype"), nb::arg("x_dtype"), nb::arg("scales_dtype"),
+          nb::arg("hif8_target"), nb::arg("group").none(), nb::arg("reduce_op").none(),
+          nb::arg("out").noconvert().none(), nb::arg("out_dtype"), nb::arg("stream").none() = nb::none(),
+          nb::arg("keep").none() = nb::none());
+  };
+  def_fused("quantize_reduce_scatter", &qcollQuantizeReduceScatterGetWorkspaceSize, &qcollQuantizeReduceScatter);
+  def_fused("quantize_all_reduce", &qcollQuantizeAllReduceGetWorkspaceSize, &qcollQuantizeAllReduce);
 }
 
 }  // namespace qcoll::python

@@ -55,6 +55,25 @@ struct Stream::Impl {
 
 namespace {
 
+// Phase two with a workspace of ws_size bytes: run here, or enqueued on `stream` (which
+// keeps the workspace).
+Status run_phase_two(RunFn run, qcollOpExecutor* exec, uint64_t ws_size, Stream::Impl* stream) {
+  std::vector<uint8_t> workspace;
+  try {
+    workspace.resize(ws_size);
+  } catch (const std::bad_alloc&) {
+    // Still run it (it fails on the workspace check and tells the peers), so nobody hangs.
+    run(nullptr, 0, exec, nullptr);
+    return Status::Error(StatusCode::InnerError,
+                         "workspace: cannot allocate " + std::to_string(ws_size) + " bytes");
+  }
+  if (stream != nullptr) {
+    void* ws = stream->keep(std::move(workspace));
+    return recent(run(ws, ws_size, exec, stream->stream));
+  }
+  return recent(run(workspace.empty() ? nullptr : workspace.data(), ws_size, exec, nullptr));
+}
+
 Status run_operator(PrepareFn prepare, RunFn run, const TensorView& x, const TensorView& scales,
                     const std::string& group, const TensorView& out, const std::string& reduce_op,
                     Stream::Impl* stream = nullptr) {
@@ -72,21 +91,44 @@ Status run_operator(PrepareFn prepare, RunFn run, const TensorView& x, const Ten
   qcollStatus rc =
       prepare(tx.get(), ts.get(), group.c_str(), reduce_op.c_str(), to.get(), &ws_size, &exec);
   if (rc != QCOLL_SUCCESS) return recent(rc);
-  std::vector<uint8_t> workspace;
+  return run_phase_two(run, exec, ws_size, stream);
+}
+
+using FusedPrepareFn = qcollStatus (*)(const qcollTensor*, const qcollQuantConfig*, const char*, const char*,
+                                       qcollTensor*, uint64_t*, qcollOpExecutor**);
+
+// A fused operator (input + config instead of x + scales), as run_operator.
+Status run_fused(FusedPrepareFn prepare, RunFn run, const TensorView& input, const QuantConfig& config,
+                 const std::string& group, const TensorView& out, const std::string& reduce_op,
+                 Stream::Impl* stream = nullptr) {
+  TensorPtr ti = make_tensor(input), to = make_tensor(out);
+  qcollQuantConfig c;
+  c.xDtype = static_cast<qcollDataType>(config.x_dtype);
+  c.scalesDtype = static_cast<qcollDataType>(config.scales_dtype);
+  c.hif8Target = config.hif8_target;
+  uint64_t ws_size = 0;
+  qcollOpExecutor* exec = nullptr;
+  if (!ti || !to) {
+    // As in run_operator: take part in the call, then report the view's problem.
+    const char* param = !ti ? "input" : "output";
+    std::string why = qcollGetRecentErrMsg();
+    prepare(ti.get(), &c, group.c_str(), reduce_op.c_str(), to.get(), &ws_size, &exec);
+    return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": " + why);
+  }
+  qcollStatus rc = prepare(ti.get(), &c, group.c_str(), reduce_op.c_str(), to.get(), &ws_size, &exec);
+  if (rc != QCOLL_SUCCESS) return recent(rc);
+  return run_phase_two(run, exec, ws_size, stream);
+}
+
+template <class F>
+Status no_throw(F&& f) noexcept {
   try {
-    workspace.resize(ws_size);
+    return f();
   } catch (const std::bad_alloc&) {
-    // Still run it (it fails on the workspace check and tells the peers), so nobody hangs.
-    rc = run(nullptr, 0, exec, nullptr);
-    return Status::Error(StatusCode::InnerError,
-                         "workspace: cannot allocate " + std::to_string(ws_size) + " bytes");
+    return Status::Error(StatusCode::InnerError, "out of memory");
+  } catch (...) {
+    return Status::Error(StatusCode::InnerError, "internal error");
   }
-  if (stream != nullptr) {
-    void* ws = stream->keep(std::move(workspace));
-    return recent(run(ws, ws_size, exec, stream->stream));
-  }
-  rc = run(workspace.empty() ? nullptr : workspace.data(), ws_size, exec, nullptr);
-  return recent(rc);
 }
 
 Stream::Impl* stream_impl(Stream& s) {
@@ -191,26 +233,18 @@ void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::
 Status try_quant_reduce_scatter(const TensorView& x, const TensorView& scales,
                                 const std::string& group, const TensorView& out,
                                 const std::string& reduce_op) noexcept {
-  try {
+  return no_throw([&] {
     return run_operator(qcollQuantReduceScatterGetWorkspaceSize, qcollQuantReduceScatter, x, scales,
                         group, out, reduce_op);
-  } catch (const std::bad_alloc&) {
-    return Status::Error(StatusCode::InnerError, "out of memory");
-  } catch (...) {
-    return Status::Error(StatusCode::InnerError, "internal error");
-  }
+  });
 }
 
 Status try_quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
                             const TensorView& out, const std::string& reduce_op) noexcept {
-  try {
+  return no_throw([&] {
     return run_operator(qcollQuantAllReduceGetWorkspaceSize, qcollQuantAllReduce, x, scales, group,
                         out, reduce_op);
-  } catch (const std::bad_alloc&) {
-    return Status::Error(StatusCode::InnerError, "out of memory");
-  } catch (...) {
-    return Status::Error(StatusCode::InnerError, "internal error");
-  }
+  });
 }
 
 void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
@@ -223,6 +257,47 @@ void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::
                       const TensorView& out, Stream& stream, const std::string& reduce_op) {
   throw_if_error(run_operator(qcollQuantAllReduceGetWorkspaceSize, qcollQuantAllReduce, x, scales, group, out,
                               reduce_op, stream_impl(stream)));
+}
+
+// ---- The fused operators ----
+
+void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
+                             const TensorView& out, const std::string& reduce_op) {
+  throw_if_error(try_quantize_reduce_scatter(input, config, group, out, reduce_op));
+}
+
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
+                         const TensorView& out, const std::string& reduce_op) {
+  throw_if_error(try_quantize_all_reduce(input, config, group, out, reduce_op));
+}
+
+Status try_quantize_reduce_scatter(const TensorView& input, const QuantConfig& config,
+                                   const std::string& group, const TensorView& out,
+                                   const std::string& reduce_op) noexcept {
+  return no_throw([&] {
+    return run_fused(qcollQuantizeReduceScatterGetWorkspaceSize, qcollQuantizeReduceScatter, input, config,
+                     group, out, reduce_op);
+  });
+}
+
+Status try_quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
+                               const TensorView& out, const std::string& reduce_op) noexcept {
+  return no_throw([&] {
+    return run_fused(qcollQuantizeAllReduceGetWorkspaceSize, qcollQuantizeAllReduce, input, config, group,
+                     out, reduce_op);
+  });
+}
+
+void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
+                             const TensorView& out, Stream& stream, const std::string& reduce_op) {
+  throw_if_error(run_fused(qcollQuantizeReduceScatterGetWorkspaceSize, qcollQuantizeReduceScatter, input, config,
+                           group, out, reduce_op, stream_impl(stream)));
+}
+
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
+                         const TensorView& out, Stream& stream, const std::string& reduce_op) {
+  throw_if_error(run_fused(qcollQuantizeAllReduceGetWorkspaceSize, qcollQuantizeAllReduce, input, config, group,
+                           out, reduce_op, stream_impl(stream)));
 }
 
 // ---- UniqueId, Comm, Stream ----

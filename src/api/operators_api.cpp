@@ -1,4 +1,5 @@
-// The two-phase C functions of QuantReduceScatter and QuantAllReduce.
+// The two-phase C functions of QuantReduceScatter, QuantAllReduce and their fused twins
+// QuantizeReduceScatter, QuantizeAllReduce.
 #include "api/handles.hpp"
 #include "api/stream.hpp"
 
@@ -8,15 +9,24 @@ using qcoll::ops::OpKind;
 
 namespace {
 
+// Phase one of any operator: x and scales for the quantized ones, input (as x) and config
+// for the fused ones.
 qcollStatus get_workspace_size(OpKind op, const qcollTensor* x, const qcollTensor* scales,
-                               const char* group, const char* reduceOp, qcollTensor* output,
-                               uint64_t* workspaceSize, qcollOpExecutor** executor) {
+                               const qcollQuantConfig* config, const char* group, const char* reduceOp,
+                               qcollTensor* output, uint64_t* workspaceSize, qcollOpExecutor** executor) {
   return qcoll::api::guarded([&]() -> Status {
     if (executor != nullptr) *executor = nullptr;
     qcoll::ops::OpRequest req;
+    qcoll::ops::QuantConfigDesc cfg;
+    if (config != nullptr) {
+      cfg.x_dtype = static_cast<int32_t>(config->xDtype);
+      cfg.scales_dtype = static_cast<int32_t>(config->scalesDtype);
+      cfg.hif8_target = config->hif8Target;
+    }
     req.op = op;
     req.x = x ? &x->desc : nullptr;
     req.scales = scales ? &scales->desc : nullptr;
+    req.config = config ? &cfg : nullptr;
     req.output = output ? &output->desc : nullptr;
     req.group = group;
     req.reduce_op = reduceOp;
@@ -72,7 +82,7 @@ qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor* x, const 
                                                     const char* group, const char* reduceOp,
                                                     qcollTensor* output, uint64_t* workspaceSize,
                                                     qcollOpExecutor** executor) {
-  return get_workspace_size(OpKind::ReduceScatter, x, scales, group, reduceOp, output,
+  return get_workspace_size(OpKind::ReduceScatter, x, scales, nullptr, group, reduceOp, output,
                             workspaceSize, executor);
 }
 
@@ -85,13 +95,38 @@ qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor* x, const qcol
                                                 const char* group, const char* reduceOp,
                                                 qcollTensor* output, uint64_t* workspaceSize,
                                                 qcollOpExecutor** executor) {
-  return get_workspace_size(OpKind::AllReduce, x, scales, group, reduceOp, output, workspaceSize,
+  return get_workspace_size(OpKind::AllReduce, x, scales, nullptr, group, reduceOp, output, workspaceSize,
                             executor);
 }
 
 qcollStatus qcollQuantAllReduce(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
                                 qcollStream stream) {
   return run(OpKind::AllReduce, workspace, workspaceSize, executor, stream);
+}
+
+qcollStatus qcollQuantizeReduceScatterGetWorkspaceSize(const qcollTensor* input, const qcollQuantConfig* config,
+                                                       const char* group, const char* reduceOp,
+                                                       qcollTensor* output, uint64_t* workspaceSize,
+                                                       qcollOpExecutor** executor) {
+  return get_workspace_size(OpKind::QuantizeReduceScatter, input, nullptr, config, group, reduceOp, output,
+                            workspaceSize, executor);
+}
+
+qcollStatus qcollQuantizeReduceScatter(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
+                                       qcollStream stream) {
+  return run(OpKind::QuantizeReduceScatter, workspace, workspaceSize, executor, stream);
+}
+
+qcollStatus qcollQuantizeAllReduceGetWorkspaceSize(const qcollTensor* input, const qcollQuantConfig* config,
+                                                   const char* group, const char* reduceOp, qcollTensor* output,
+                                                   uint64_t* workspaceSize, qcollOpExecutor** executor) {
+  return get_workspace_size(OpKind::QuantizeAllReduce, input, nullptr, config, group, reduceOp, output,
+                            workspaceSize, executor);
+}
+
+qcollStatus qcollQuantizeAllReduce(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
+                                   qcollStream stream) {
+  return run(OpKind::QuantizeAllReduce, workspace, workspaceSize, executor, stream);
 }
 
 qcollStatus qcollDestroyExecutor(qcollOpExecutor* executor) {

@@ -23,8 +23,9 @@ StepShape rows_shape(const ExchangeSpec& spec, std::size_t rows) {
 }  // namespace
 
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
-  return max_rows_for_part(c.max_part_bytes(StepShape::Kind::PerDestination), spec.x_row_bytes,
-                           spec.s_row_bytes, spec.rows_per_rank);
+  const std::size_t rows = max_rows_for_part(c.max_part_bytes(StepShape::Kind::PerDestination), spec.x_row_bytes,
+                                             spec.s_row_bytes, spec.rows_per_rank);
+  return spec.max_rows > 0 ? std::min(rows, spec.max_rows) : rows;
 }
 
 Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,

@@ -20,6 +20,7 @@ struct ExchangeSpec {
   const uint8_t* scales = nullptr;
   std::size_t s_row_bytes = 0;
   std::size_t rows_per_rank = 0;
+  std::size_t max_rows = 0;  // at most this many rows per chunk (0: as many as the transport takes)
 };
 
 // A piece of the received data: rows [row_begin, row_begin + rows) of this rank's block,
@@ -39,7 +40,8 @@ using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::s
                                          const PartRegion& part)>;
 
 // Largest number of rows of one chunk of `spec` on `c` (all rows_per_rank when the
-// transport has no window; 0 when not even one row fits: the window rule).
+// transport has no window; 0 when not even one row fits: the window rule), at most
+// spec.max_rows when that is set.
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec);
 
 // Calls `consume` for consecutive chunks covering this rank's rows_per_rank rows; sources

@@ -39,6 +39,21 @@ std::string dtype_text(DType t) {
   return std::string(dtype_name(t)) + " (" + std::to_string(static_cast<int32_t>(t)) + ")";
 }
 
+// ---- Quantization modes ----
+
+const QuantMode* find_quant_mode(std::string_view name) {
+  for (const QuantMode& m : kQuantModes)
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+std::string quant_mode_names() {
+  std::string s;
+  const std::size_t n = std::size(kQuantModes);
+  for (std::size_t i = 0; i < n; ++i) s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kQuantModes[i].name;
+  return s;
+}
+
 // ---- Scale groups and the scales layout ----
 
 std::size_t scale_group(DType scales_dtype) {
@@ -90,18 +105,37 @@ bool hif8_target_ok(float target) {
   return target == 0.0f || (target >= kHif8TargetMin && target <= kHif8TargetMax);
 }
 
-Status check_quant_dtypes(DType x_dtype, DType scales_dtype) {
+namespace {
+
+// The dtype rule of a quantizer call, naming its parameters x_param / scales_param.
+Status check_dtypes_named(DType x_dtype, DType scales_dtype, const char* x_param, const char* scales_param) {
   if (scales_dtype == DType::Float) {
     if (!dtypes_fit(x_dtype, scales_dtype))
-      return invalid("x_dtype: KG (float scales) takes " + dtype_list(kXDtypes) + ", got " + dtype_text(x_dtype));
+      return invalid(std::string(x_param) + ": KG (float scales) takes " + dtype_list(kXDtypes) + ", got " +
+                     dtype_text(x_dtype));
   } else if (is_mx(scales_dtype)) {
     if (!dtypes_fit(x_dtype, scales_dtype))
-      return invalid("x_dtype: MX (float8_e8m0 scales) takes " + dtype_list(kMxXDtypes) + ", got " +
-                     dtype_text(x_dtype));
+      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(kMxXDtypes) +
+                     ", got " + dtype_text(x_dtype));
   } else {
-    return invalid("scales_dtype: must be float (KG) or float8_e8m0 (MX), got " + dtype_text(scales_dtype));
+    return invalid(std::string(scales_param) + ": must be float (KG) or float8_e8m0 (MX), got " +
+                   dtype_text(scales_dtype));
   }
   return Status::Ok();
+}
+
+Status check_target_named(float target, const char* param) {
+  if (!hif8_target_ok(target))
+    return invalid(std::string(param) + ": must be 0 (default) or in [" +
+                   std::to_string(static_cast<int>(kHif8TargetMin)) + ", " +
+                   std::to_string(static_cast<int>(kHif8TargetMax)) + "], got " + std::to_string(target));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status check_quant_dtypes(DType x_dtype, DType scales_dtype) {
+  return check_dtypes_named(x_dtype, scales_dtype, "x_dtype", "scales_dtype");
 }
 
 Status check_quant_h(DType scales_dtype, std::size_t H) {
@@ -112,12 +146,7 @@ Status check_quant_h(DType scales_dtype, std::size_t H) {
   return Status::Ok();
 }
 
-Status check_hif8_target(float target) {
-  if (!hif8_target_ok(target))
-    return invalid("hif8_target: must be 0 (default) or in [" + std::to_string(static_cast<int>(kHif8TargetMin)) +
-                   ", " + std::to_string(static_cast<int>(kHif8TargetMax)) + "], got " + std::to_string(target));
-  return Status::Ok();
-}
+Status check_hif8_target(float target) { return check_target_named(target, "hif8_target"); }
 
 Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target) {
   if (Status st = check_quant_dtypes(x_dtype, scales_dtype); !st.ok()) return st;
@@ -128,7 +157,18 @@ Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float 
 
 // ---- Operators ----
 
-const char* op_name(Op op) { return op == Op::AllReduce ? "QuantAllReduce" : "QuantReduceScatter"; }
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::AllReduce: return "QuantAllReduce";
+    case Op::QuantizeReduceScatter: return "QuantizeReduceScatter";
+    case Op::QuantizeAllReduce: return "QuantizeAllReduce";
+    default: return "QuantReduceScatter";
+  }
+}
+bool is_fused(Op op) { return op == Op::QuantizeReduceScatter || op == Op::QuantizeAllReduce; }
+bool is_all_reduce(Op op) { return op == Op::AllReduce || op == Op::QuantizeAllReduce; }
+Op quantized_op(Op op) { return is_all_reduce(op) ? Op::AllReduce : Op::ReduceScatter; }
+Op fused_op(Op op) { return is_all_reduce(op) ? Op::QuantizeAllReduce : Op::QuantizeReduceScatter; }
 
 bool is_rank_count(int nranks) {
   return std::find(std::begin(kRankCounts), std::end(kRankCounts), nranks) != std::end(kRankCounts);
@@ -147,11 +187,28 @@ std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_
   int64_t count = 1;
   for (int64_t d : x_shape)
     if (d <= 0 || __builtin_mul_overflow(count, d, &count)) return std::nullopt;
-  if (op == Op::AllReduce) return x_shape;
+  if (is_all_reduce(op)) return x_shape;
   const int64_t H = x_shape.back();
   const int64_t BS = count / H;
   if (BS % nranks != 0) return std::nullopt;
   return std::vector<int64_t>{BS / nranks, H};
+}
+
+// ---- Fused operators ----
+
+bool is_input_dtype(DType t) { return contains(kInputDtypes, t); }
+
+Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target) {
+  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype"); !st.ok())
+    return st;
+  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
+    return check_target_named(hif8_target, "config.hif8Target");
+  return Status::Ok();
+}
+
+float effective_hif8_target(DType x_dtype, DType scales_dtype, float hif8_target, float default_target) {
+  if (scales_dtype != DType::Float || x_dtype != DType::HiFloat8) return 0.0f;
+  return hif8_target == 0.0f ? default_target : hif8_target;
 }
 
 // ---- The window rule ----

@@ -1,5 +1,6 @@
 #include "ops/agreement.hpp"
 
+#include <bit>
 #include <string>
 
 #include "ops/timeout.hpp"
@@ -10,10 +11,11 @@ namespace qcoll::ops {
 namespace {
 
 std::string op_string(int32_t op) {
-  if (op == int32_t(OpKind::ReduceScatter) || op == int32_t(OpKind::AllReduce))
+  if (op >= int32_t(OpKind::ReduceScatter) && op <= int32_t(OpKind::QuantizeAllReduce))
     return op_name(static_cast<OpKind>(op));
   return "operator " + std::to_string(op);
 }
+std::string float_text(uint32_t bits) { return std::to_string(std::bit_cast<float>(bits)); }
 std::string dtype_string(int32_t t) {
   return is_known_dtype(t) ? std::string(dtype_name(static_cast<DType>(t))) : std::to_string(t);
 }
@@ -36,7 +38,10 @@ std::string first_difference(const CallDescriptor& a, int ra, const CallDescript
     return both("scales dtype", dtype_string(a.scales_dtype), dtype_string(b.scales_dtype));
   if (a.out_dtype != b.out_dtype)
     return both("output dtype", dtype_string(a.out_dtype), dtype_string(b.out_dtype));
-  return both("x shape", shape_of(a), shape_of(b));
+  if (a.in_dtype != b.in_dtype) return both("input dtype", dtype_string(a.in_dtype), dtype_string(b.in_dtype));
+  if (a.hif8_target_bits != b.hif8_target_bits)
+    return both("HiF8 target", float_text(a.hif8_target_bits), float_text(b.hif8_target_bits));
+  return both(a.in_dtype >= 0 ? "input shape" : "x shape", shape_of(a), shape_of(b));
 }
 
 }  // namespace

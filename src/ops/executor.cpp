@@ -1,5 +1,6 @@
 #include "ops/executor.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -11,6 +12,7 @@
 #include "comm/registry.hpp"
 #include "kernels/dequant_reduce.hpp"
 #include "ops/agreement.hpp"
+#include "ops/fused_quantize.hpp"
 #include "ops/rank_threads.hpp"
 #include "ops/timeout.hpp"
 
@@ -19,8 +21,10 @@ namespace qcoll::ops {
 namespace testing {
 namespace {
 std::atomic<ReduceFaultForTest> g_reduce_fault{nullptr};
+std::atomic<std::size_t> g_fused_chunk_rows{0};
 }  // namespace
 void set_reduce_fault_for_test(ReduceFaultForTest hook) { g_reduce_fault.store(hook, std::memory_order_release); }
+void set_fused_chunk_rows_for_test(std::size_t rows) { g_fused_chunk_rows.store(rows, std::memory_order_release); }
 }  // namespace testing
 
 namespace {
@@ -29,14 +33,32 @@ namespace {
 CallDescriptor partial_descriptor(const OpRequest& req) {
   CallDescriptor d;
   d.op = static_cast<int32_t>(req.op);
+  const bool fused = contract::is_fused(req.op);
+  if (fused && req.config != nullptr) {
+    d.x_dtype = req.config->x_dtype;
+    d.scales_dtype = req.config->scales_dtype;
+  }
   if (req.x != nullptr) {
-    d.x_dtype = req.x->dtype;
+    (fused ? d.in_dtype : d.x_dtype) = req.x->dtype;
     d.ndim = static_cast<int32_t>(req.x->dims.size());
     for (std::size_t i = 0; i < req.x->dims.size() && i < 3; ++i) d.shape[i] = req.x->dims[i];
   }
-  if (req.scales != nullptr) d.scales_dtype = req.scales->dtype;
+  if (!fused && req.scales != nullptr) d.scales_dtype = req.scales->dtype;
   if (req.output != nullptr) d.out_dtype = req.output->dtype;
   return d;
+}
+
+// Rows per chunk of a fused call: about kFusedChunkBytes of quantized data per step over all
+// destinations, so that the parts a rank quantizes are still in cache when its peers read
+// them, and a peer can start reducing a chunk while the next one is quantized (the test hook
+// overrides it). The window may cut chunks smaller still (comm::max_chunk_rows).
+constexpr std::size_t kFusedChunkBytes = std::size_t{4} << 20;
+
+std::size_t fused_chunk_rows(const comm::ExchangeSpec& spec, int n) {
+  const std::size_t forced = testing::g_fused_chunk_rows.load(std::memory_order_acquire);
+  if (forced > 0) return forced;
+  const std::size_t row_bytes = static_cast<std::size_t>(n) * (spec.x_row_bytes + spec.s_row_bytes);
+  return std::max<std::size_t>(1, kFusedChunkBytes / row_bytes);
 }
 
 std::string prefixed(OpKind op, const std::string& msg) {
@@ -79,8 +101,8 @@ Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) 
   const std::size_t osz = call_.out_elem_bytes();
   const std::size_t block_bytes = call_.rows_per_rank() * H * osz;
   // QuantAllReduce reduces into its own row block of the full output.
-  uint8_t* mine = call_.op == OpKind::AllReduce ? dst + static_cast<std::size_t>(c.rank()) * block_bytes
-                                                : dst;
+  uint8_t* mine = contract::is_all_reduce(call_.op) ? dst + static_cast<std::size_t>(c.rank()) * block_bytes
+                                                     : dst;
   const int n = c.size();
   const ValidatedCall& vc = call_;
   const int threads = rank_threads(c.local_size());
@@ -112,7 +134,35 @@ Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) 
     }
   };
   // The outcome agreement that follows drains the inputs (comm::exchange): no drain here.
-  return comm::exchange(c, call_.exchange_spec(), consume, deadline, nullptr, /*drain=*/false);
+  if (!call_.fused()) return comm::exchange(c, call_.exchange_spec(), consume, deadline, nullptr, /*drain=*/false);
+
+  // Fused: the rows for each destination are quantized straight into the transport's part
+  // (window slot, send buffer, or on threads a slot buffer the peers read), one chunk at a
+  // time; this rank's own rows too, for its own reduction.
+  RowQuantizer quantize;
+  quantize.in_dtype = vc.in_dtype;
+  quantize.x_dtype = vc.x_dtype;
+  quantize.scales_dtype = vc.scales_dtype;
+  quantize.hif8_target = vc.hif8_target;
+  quantize.H = H;
+  quantize.threads = threads;
+  const std::size_t rpr = vc.rows_per_rank(), in_row = quantize.in_row_bytes();
+  comm::ExchangeSpec spec = vc.exchange_spec();
+  spec.max_rows = fused_chunk_rows(spec, n);
+  const comm::RowProducer produce = [&vc, &quantize, rpr, in_row](int dest, std::size_t row0, std::size_t rows,
+                                                                  const comm::PartRegion& part) -> Status {
+    try {
+      const std::size_t first = static_cast<std::size_t>(dest) * rpr + row0;
+      return quantize(vc.x + first * in_row, rows, part.seg[0], part.seg[1]);
+    } catch (const std::bad_alloc&) {
+      return Status::Error(StatusCode::InnerError, "out of memory while quantizing");
+    } catch (const std::exception& e) {
+      return Status::Error(StatusCode::InnerError, std::string("quantizing failed: ") + e.what());
+    } catch (...) {
+      return Status::Error(StatusCode::InnerError, "quantizing failed: unknown exception");
+    }
+  };
+  return comm::exchange(c, spec, consume, deadline, &produce, /*drain=*/false);
 }
 
 Status Executor::agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence) {
@@ -181,7 +231,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
     // reduction failed fails every rank and no rank gathers its block.
     st = agree_outcome(st, deadline, "the output, written in place on this transport, is not valid");
     if (!st.ok()) return failed(st);
-    if (op == OpKind::AllReduce) {
+    if (contract::is_all_reduce(op)) {
       if (st = comm::allgather_blocks(c, dst, block_bytes, deadline); !st.ok()) return failed(st);
     }
     return Status::Ok();
@@ -189,7 +239,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
 
   // Staged: compute into the workspace, agree on the outcome, then publish to the output.
   // (A rank whose reduction failed still takes part in the all-gather: its peers are in it.)
-  if (op == OpKind::AllReduce) {
+  if (contract::is_all_reduce(op)) {
     Status gathered = comm::allgather_blocks(c, dst, block_bytes, deadline);
     if (st.ok()) st = gathered;
   }

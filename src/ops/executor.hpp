@@ -1,4 +1,6 @@
-// The two phases of QuantReduceScatter / QuantAllReduce.
+// The two phases of QuantReduceScatter / QuantAllReduce and of the fused QuantizeReduceScatter /
+// QuantizeAllReduce (the same, except that each chunk's rows are quantized from the float
+// input into the transport's buffers right before they move; contract.md §fused).
 //
 // Phase one (Executor::prepare) validates the call and builds a single-use executor. A rank
 // whose checks fail but whose group resolved still takes part in this call's agreement
@@ -63,6 +65,9 @@ class Executor {
 namespace testing {
 using ReduceFaultForTest = Status (*)(const std::string& group, int rank, std::size_t row_begin);
 void set_reduce_fault_for_test(ReduceFaultForTest hook);  // nullptr: off
+// When non-zero, the fused operators move at most this many rows per destination in one
+// chunk (so that small tensors take several chunks on every transport); 0: their own choice.
+void set_fused_chunk_rows_for_test(std::size_t rows);
 }  // namespace testing
 
 }  // namespace qcoll::ops

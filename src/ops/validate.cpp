@@ -1,9 +1,11 @@
 #include "ops/validate.hpp"
 
+#include <bit>
 #include <cstring>
 #include <string>
 
 #include "comm/registry.hpp"
+#include "qcoll/quant.hpp"
 #include "qcoll/contract.hpp"
 
 namespace qcoll::ops {
@@ -61,17 +63,19 @@ Status check_layout(const char* param, const TensorDesc& t) {
 
 }  // namespace
 
+bool ValidatedCall::fused() const { return contract::is_fused(op); }
+OpKind ValidatedCall::quantized_op() const { return contract::quantized_op(op); }
 std::size_t ValidatedCall::scales_row_bytes() const { return contract::scales_row_bytes(scales_dtype, H); }
 std::size_t ValidatedCall::out_elem_bytes() const { return dtype_size(out_dtype); }
 std::size_t ValidatedCall::out_bytes() const {
-  const std::size_t out_rows = op == OpKind::AllReduce ? rows : rows_per_rank();
+  const std::size_t out_rows = contract::is_all_reduce(op) ? rows : rows_per_rank();
   return out_rows * H * out_elem_bytes();
 }
 comm::ExchangeSpec ValidatedCall::exchange_spec() const {
   comm::ExchangeSpec s;
-  s.x = x;
+  s.x = fused() ? nullptr : x;  // the fused operators produce the rows they send
   s.x_row_bytes = H;
-  s.scales = scales;
+  s.scales = fused() ? nullptr : scales;
   s.s_row_bytes = scales_row_bytes();
   s.rows_per_rank = rows_per_rank();
   return s;
@@ -84,21 +88,30 @@ CallDescriptor ValidatedCall::descriptor() const {
   d.out_dtype = static_cast<int32_t>(out_dtype);
   d.ndim = ndim;
   for (int i = 0; i < 3; ++i) d.shape[i] = shape[i];
+  if (fused()) {
+    d.in_dtype = static_cast<int32_t>(in_dtype);
+    d.hif8_target_bits = std::bit_cast<uint32_t>(hif8_target);
+  }
   return d;
 }
 
 Status validate(const OpRequest& req, ValidatedCall* call) {
-  // Rule 1: pointers.
-  if (req.x == nullptr) return nullptr_error("x", "must not be null");
-  if (req.scales == nullptr) return nullptr_error("scales", "must not be null");
+  // Rule 1: pointers. The fused operators take `input` and `config` instead of x and scales.
+  const bool fused = contract::is_fused(req.op);
+  const char* xp = fused ? "input" : "x";  // the parameter the shape rules name
+  if (req.x == nullptr) return nullptr_error(xp, "must not be null");
+  if (fused) {
+    if (req.config == nullptr) return nullptr_error("config", "must not be null");
+  } else if (req.scales == nullptr) {
+    return nullptr_error("scales", "must not be null");
+  }
   if (req.output == nullptr) return nullptr_error("output", "must not be null");
-  if (req.x->data == nullptr) return nullptr_error("x", "data pointer must not be null");
-  if (req.scales->data == nullptr) return nullptr_error("scales", "data pointer must not be null");
+  if (req.x->data == nullptr) return nullptr_error(xp, "data pointer must not be null");
+  if (!fused && req.scales->data == nullptr) return nullptr_error("scales", "data pointer must not be null");
   if (req.output->data == nullptr) return nullptr_error("output", "data pointer must not be null");
   if (!req.has_workspace_size_out) return nullptr_error("workspaceSize", "must not be null");
   if (!req.has_executor_out) return nullptr_error("executor", "must not be null");
   const TensorDesc& x = *req.x;
-  const TensorDesc& sc = *req.scales;
   const TensorDesc& out = *req.output;
 
   // Rule 2: reduceOp.
@@ -118,35 +131,49 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
     return invalid(std::string("group: communicator '") + req.group + "' must have " + rank_count_list() +
                    " ranks, got " + std::to_string(n));
 
-  // Rule 4: dtypes.
-  if (!contract::is_x_dtype(as_dtype(x.dtype)))
-    return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " +
-                   dtype_string(x.dtype));
-  const bool mx = contract::is_mx(as_dtype(sc.dtype));
-  if (!contract::is_scales_dtype(as_dtype(sc.dtype)))
-    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
-                   dtype_string(sc.dtype));
-  if (!contract::dtypes_fit(as_dtype(x.dtype), as_dtype(sc.dtype)))
-    return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
-                   ", got x dtype " + dtype_string(x.dtype));
+  // Rule 4: dtypes (fused operators: the input dtype, then the quantization config).
+  int32_t x_dtype = x.dtype, scales_dtype = -1;
+  if (fused) {
+    if (!contract::is_input_dtype(as_dtype(x.dtype)))
+      return invalid("input: dtype must be " + contract::dtype_list(contract::kInputDtypes) + ", got " +
+                     dtype_string(x.dtype));
+    const QuantConfigDesc& cfg = *req.config;
+    if (Status st = contract::check_quant_config(as_dtype(cfg.x_dtype), as_dtype(cfg.scales_dtype), cfg.hif8_target);
+        !st.ok())
+      return st;
+    x_dtype = cfg.x_dtype;
+    scales_dtype = cfg.scales_dtype;
+  } else {
+    scales_dtype = req.scales->dtype;
+    if (!contract::is_x_dtype(as_dtype(x.dtype)))
+      return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " +
+                     dtype_string(x.dtype));
+    if (!contract::is_scales_dtype(as_dtype(scales_dtype)))
+      return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
+                     dtype_string(scales_dtype));
+    if (!contract::dtypes_fit(as_dtype(x.dtype), as_dtype(scales_dtype)))
+      return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
+                     ", got x dtype " + dtype_string(x.dtype));
+  }
+  const bool mx = contract::is_mx(as_dtype(scales_dtype));
   if (!contract::is_out_dtype(as_dtype(out.dtype)))
     return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " +
                    dtype_string(out.dtype));
 
   // Rule 5: x is 2-D or 3-D, no zero dimension.
   if (x.dims.size() != 2 && x.dims.size() != 3)
-    return invalid("x: must be 2-D (BS, H) or 3-D (B, S, H), got " + std::to_string(x.dims.size()) +
+    return invalid(std::string(xp) + ": must be 2-D (BS, H) or 3-D (B, S, H), got " + std::to_string(x.dims.size()) +
                    "-D shape " + shape_string(x.dims));
   for (std::size_t i = 0; i < x.dims.size(); ++i)
     if (x.dims[i] == 0)
-      return invalid("x: dimension " + std::to_string(i) +
+      return invalid(std::string(xp) + ": dimension " + std::to_string(i) +
                      " must not be 0 (empty tensors are not supported), got shape " +
                      shape_string(x.dims));
   constexpr int64_t kMaxElems = int64_t(1) << 48;
   int64_t numel = 1;
   for (int64_t d : x.dims) {
     if (d > kMaxElems / numel)
-      return invalid("x: shape " + shape_string(x.dims) + " has more than 2^48 elements");
+      return invalid(std::string(xp) + ": shape " + shape_string(x.dims) + " has more than 2^48 elements");
     numel *= d;
   }
   const int64_t H = x.dims.back();
@@ -155,58 +182,69 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
   // Rule 6: rows divisible by the group size.
   if (BS % n != 0) {
     const std::string what = x.dims.size() == 3 ? "B*S" : "BS";
-    return invalid("x: " + what + " must be a multiple of the group size " + std::to_string(n) +
+    return invalid(std::string(xp) + ": " + what + " must be a multiple of the group size " + std::to_string(n) +
                    ", got " + what + " = " + std::to_string(BS) + " (shape " +
                    shape_string(x.dims) + ")");
   }
 
   // Rule 7: H.
   if (!contract::op_h_ok(H))
-    return invalid("x: H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
+    return invalid(std::string(xp) + ": H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
                    std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " +
                    std::to_string(H));
 
-  // Rule 8: scales shape.
-  const auto want_scales = contract::scales_shape(as_dtype(sc.dtype), x.dims);
-  if (sc.dims != want_scales) {
+  // Rule 8: scales shape (the fused operators have no scales argument).
+  const auto want_scales = contract::scales_shape(as_dtype(scales_dtype), x.dims);
+  if (!fused && req.scales->dims != want_scales) {
     const std::string layout =
         mx ? " (MX: group " + std::to_string(contract::kMxGroup) + ", layout (..., H/" +
                  std::to_string(contract::kMxHMultiple) + ", " + std::to_string(contract::kMxScalePair) + "))"
            : " (pertoken-pergroup: group " + std::to_string(contract::kKgGroup) + ")";
     return invalid("scales: shape must be " + shape_string(want_scales) + " for x " + shape_string(x.dims) +
-                   layout + ", got " + shape_string(sc.dims));
+                   layout + ", got " + shape_string(req.scales->dims));
   }
 
   // Rule 9: output shape (rule 6 holds here, so the contract has one).
   const std::vector<int64_t> want = contract::output_shape(req.op, x.dims, n).value_or(x.dims);
-  if (req.op == OpKind::ReduceScatter) {
+  if (!contract::is_all_reduce(req.op)) {
     if (out.dims != want)
-      return invalid("output: shape must be (BS/n, H) = " + shape_string(want) +
-                     " for QuantReduceScatter of x " + shape_string(x.dims) + " over " +
-                     std::to_string(n) + " ranks, got " + shape_string(out.dims));
+      return invalid("output: shape must be (BS/n, H) = " + shape_string(want) + " for " + op_name(req.op) +
+                     " of " + xp + " " + shape_string(x.dims) + " over " + std::to_string(n) + " ranks, got " +
+                     shape_string(out.dims));
   } else if (out.dims != want) {
-    return invalid("output: shape must equal x's shape " + shape_string(x.dims) +
-                   " for QuantAllReduce, got " + shape_string(out.dims));
+    return invalid("output: shape must equal " + std::string(xp) + "'s shape " + shape_string(x.dims) + " for " +
+                   op_name(req.op) + ", got " + shape_string(out.dims));
   }
 
   // Rule 10: contiguous ND.
-  if (Status st = check_layout("x", x); !st.ok()) return st;
-  if (Status st = check_layout("scales", sc); !st.ok()) return st;
+  if (Status st = check_layout(xp, x); !st.ok()) return st;
+  if (!fused) {
+    if (Status st = check_layout("scales", *req.scales); !st.ok()) return st;
+  }
   if (Status st = check_layout("output", out); !st.ok()) return st;
 
   ValidatedCall c;
   c.op = req.op;
   c.comm = comm;
-  c.x_dtype = static_cast<DType>(x.dtype);
-  c.scales_dtype = static_cast<DType>(sc.dtype);
+  c.x_dtype = static_cast<DType>(x_dtype);
+  c.scales_dtype = static_cast<DType>(scales_dtype);
   c.out_dtype = static_cast<DType>(out.dtype);
+  if (fused) {
+    c.in_dtype = static_cast<DType>(x.dtype);
+    c.hif8_target = contract::effective_hif8_target(c.x_dtype, c.scales_dtype, req.config->hif8_target,
+                                                    quant::default_hif8_target());
+  }
   c.ndim = static_cast<int>(x.dims.size());
   for (std::size_t i = 0; i < x.dims.size(); ++i) c.shape[i] = x.dims[i];
   c.rows = static_cast<std::size_t>(BS);
   c.H = static_cast<std::size_t>(H);
-  c.x = static_cast<const uint8_t*>(x.data) + x.offset;
-  c.scales = static_cast<const uint8_t*>(sc.data) +
-             static_cast<std::size_t>(sc.offset) * dtype_size(c.scales_dtype);
+  if (fused) {
+    c.x = static_cast<const uint8_t*>(x.data) + static_cast<std::size_t>(x.offset) * dtype_size(c.in_dtype);
+  } else {
+    c.x = static_cast<const uint8_t*>(x.data) + x.offset;
+    c.scales = static_cast<const uint8_t*>(req.scales->data) +
+               static_cast<std::size_t>(req.scales->offset) * dtype_size(c.scales_dtype);
+  }
   c.out = static_cast<uint8_t*>(out.data) +
           static_cast<std::size_t>(out.offset) * dtype_size(c.out_dtype);
 

@@ -15,13 +15,21 @@
 
 namespace qcoll::ops {
 
-using OpKind = contract::Op;  // ReduceScatter = 1, AllReduce = 2 (= CallDescriptor::op)
-using contract::op_name;      // "QuantReduceScatter", "QuantAllReduce"
+using OpKind = contract::Op;  // 1, 2 quantized; 3, 4 fused (= CallDescriptor::op)
+using contract::op_name;      // "QuantReduceScatter", ..., "QuantizeAllReduce"
+
+// The fields of a fused call's qcollQuantConfig, as given (checked by rule 4).
+struct QuantConfigDesc {
+  int32_t x_dtype = -1;
+  int32_t scales_dtype = -1;
+  float hif8_target = 0.0f;
+};
 
 struct OpRequest {
   OpKind op = OpKind::ReduceScatter;
-  const TensorDesc* x = nullptr;
-  const TensorDesc* scales = nullptr;
+  const TensorDesc* x = nullptr;       // quantized operators: x; fused operators: the float input
+  const TensorDesc* scales = nullptr;  // quantized operators only
+  const QuantConfigDesc* config = nullptr;  // fused operators only
   const char* group = nullptr;
   const char* reduce_op = nullptr;
   const TensorDesc* output = nullptr;
@@ -33,17 +41,21 @@ struct OpRequest {
 struct ValidatedCall {
   OpKind op = OpKind::ReduceScatter;
   std::shared_ptr<comm::Communicator> comm;
-  DType x_dtype = DType::Int8;
-  DType scales_dtype = DType::Float;
+  DType x_dtype = DType::Int8;        // fused operators: the config's xDtype
+  DType scales_dtype = DType::Float;  // fused operators: the config's scalesDtype
   DType out_dtype = DType::Float;
+  DType in_dtype = DType::Float;      // fused operators: the float input's dtype
+  float hif8_target = 0.0f;           // fused operators: the effective KG HiF8 target (else 0)
   int ndim = 2;
   int64_t shape[3] = {0, 0, 0};   // x's shape
   std::size_t rows = 0;           // BS (B*S for 3-D x)
   std::size_t H = 0;
-  const uint8_t* x = nullptr;     // data + offset, in bytes
-  const uint8_t* scales = nullptr;
+  const uint8_t* x = nullptr;     // data + offset, in bytes (fused operators: the float input)
+  const uint8_t* scales = nullptr;  // null for the fused operators
   uint8_t* out = nullptr;
 
+  bool fused() const;
+  OpKind quantized_op() const;  // ReduceScatter / AllReduce, whether fused or not
   std::size_t nranks() const { return static_cast<std::size_t>(comm->size()); }
   std::size_t rows_per_rank() const { return rows / nranks(); }
   std::size_t scales_row_bytes() const;  // contract::scales_row_bytes

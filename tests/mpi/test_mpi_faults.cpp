@@ -140,11 +140,14 @@ int main(int argc, char** argv) {
       check(r.message.find("destroyed its executor") != std::string::npos, name + ": message: " + r.message);
     }
   }
-  for (bool rs_op : {true, false}) {
+  for (int variant : {0, 1, 2}) {
     // Rank 2 throws from its reduce step halfway through a call of several chunks (8 MB
     // window): every rank fails at once, outputs untouched; the communicator stays in step.
+    // Reduce-scatter, all-reduce, and the fused all-reduce.
+    const bool rs_op = variant == 0;
     RankCall big;
     big.reduce_scatter = rs_op;
+    big.fused = variant == 2;
     big.rows = 2048;
     big.H = 4096;
     set_timeout(kLong);
@@ -152,13 +155,31 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     RankResult r = run(big);
     faults::inject_reduce_fault(false);
-    const std::string name = std::string("exception in the reduce step mid-protocol (r2, ") +
+    const std::string name = std::string(big.fused ? "fused: " : "") + "exception in the reduce step mid-protocol (r2, " +
                              (rs_op ? "reduce-scatter" : "all-reduce") + ")";
     report(transport, name, r);
     const bool faulty = g_rank == faults::kReduceFaultRank % n;
     expect_failed(r, faulty, QCOLL_INNER_ERROR, kFast, 0, name);
     check(r.message.find(faulty ? "injected fault in the reduce step" : "rank 2 failed") != std::string::npos,
           name + ": message: " + r.message);
+  }
+  {
+    // The fused operators: bad input on one rank, a mismatch, a mid-call fault.
+    RankCall call;
+    call.fused = true;
+    if (g_rank == 2 % n) call.H = 1000;
+    fast_case("fused: invalid input on one rank (H=1000 on r2)", call, 2 % n, QCOLL_PARAM_INVALID);
+    call = RankCall{};
+    call.fused = g_rank != 1;
+    fast_case("fused on all ranks but r1 (the quantized operator)", call, -1, 0);
+    RankCall ok;
+    ok.fused = true;
+    set_timeout(kLong);
+    MPI_Barrier(MPI_COMM_WORLD);
+    RankResult r = run(ok, 23);
+    report(transport, "fused: call after a failed call (same communicator)", r);
+    check(r.status == QCOLL_SUCCESS, "fused after failures: " + r.message);
+    check(r.output_correct, "fused after failures: wrong result");
   }
   {
     // After those failures the communicator still works.

@@ -1,0 +1,91 @@
+// The fused operators (QuantizeReduceScatter / QuantizeAllReduce) over one-rank-per-process
+// communicators, under mpirun with 2, 4 or 8 processes, for each transport (shm and mpi,
+// forced with QCOLL_TRANSPORT): every mode x input dtype x output dtype x operator, 2-D and
+// 3-D, bit for bit equal to the public quantizer followed by the quantized operator
+// (tests/fused_check.hpp), in chunks of 2 rows; and tensors whose chunks a 3 MB window
+// (HCCL_BUFFSIZE=3) cuts. Exit status 0 only if every rank passed.
+#include <mpi.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fused_check.hpp"
+#include "mpi_test_support.hpp"
+#include "ops/executor.hpp"
+#include "qcoll/qcoll_mpi.h"
+
+using mpitest::Tally;
+using qcoll::DType;
+
+namespace {
+
+int g_rank = 0, g_size = 0;
+
+void run_transport(const char* transport, Tally& t) {
+  setenv("QCOLL_TRANSPORT", transport, 1);
+  setenv("HCCL_BUFFSIZE", "3", 1);
+  const std::string name = std::string("fused-") + transport;
+  qcollMpiComm* c = nullptr;
+  const qcollStatus st = qcollMpiCommCreateWorld(name.c_str(), &c);
+  if (!t.check(st == QCOLL_SUCCESS, "create %s: status %d: %s", name.c_str(), st, qcollGetRecentErrMsg())) return;
+  t.check(std::string(qcollMpiCommTransport(c)) == transport, "transport %s, expected %s", qcollMpiCommTransport(c),
+          transport);
+  const int n = g_size;
+
+  // Every combination, small tensors in chunks of 2 rows.
+  qcoll::ops::testing::set_fused_chunk_rows_for_test(2);
+  uint32_t seed = 1;
+  for (const fused::Mode& m : fused::kModes)
+    for (DType in : fused::kInputs)
+      for (DType out : fused::kOutputs)
+        for (bool ar : {false, true}) {
+          fused::Case k;
+          k.mode = m;
+          k.in = in;
+          k.out = out;
+          k.all_reduce = ar;
+          k.shape = seed % 2 ? std::vector<int64_t>{5 * n, 1024} : std::vector<int64_t>{3, 2 * n, 2048};
+          k.seed = seed++;
+          const std::string e = fused::check_fused_rank(k, name.c_str(), g_rank, n);
+          t.check(e.empty(), "%s: %s", transport, e.c_str());
+        }
+  qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
+
+  // Chunks the window cuts: H = 8192, 40 rows per rank (3 chunks at n = 4).
+  for (int i = 0; i < 4; ++i) {
+    fused::Case k;
+    k.mode = fused::kModes[i == 0 ? 0 : i == 1 ? 5 : i == 2 ? 1 : 4];
+    k.in = fused::kInputs[i % 3];
+    k.out = fused::kOutputs[(i + 1) % 3];
+    k.all_reduce = i % 2 == 1;
+    k.shape = i < 2 ? std::vector<int64_t>{40 * n, 8192} : std::vector<int64_t>{5, 8 * n, 8192};
+    k.seed = 900 + static_cast<uint32_t>(i);
+    const std::string e = fused::check_fused_rank(k, name.c_str(), g_rank, n);
+    t.check(e.empty(), "%s, window chunks: %s", transport, e.c_str());
+  }
+  qcollMpiCommDestroy(c);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  Tally t(g_rank);
+  setenv("QCOLL_TIMEOUT_S", "60", 1);
+  std::vector<std::string> transports;
+  for (int i = 1; i < argc; ++i) transports.push_back(argv[i]);
+  if (transports.empty()) transports = {"shm", "mpi"};
+  for (const std::string& transport : transports) {
+    const double t0 = MPI_Wtime();
+    run_transport(transport.c_str(), t);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) std::printf("transport %s: %.1f s\n", transport.c_str(), MPI_Wtime() - t0);
+  }
+  const int rc = t.finish("test_mpi_fused");
+  MPI_Finalize();
+  return rc;
+}
