@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "oracle.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/qcoll.h"
 #include "qcoll/quant.hpp"
@@ -112,22 +111,6 @@ inline std::vector<uint8_t> make_input(const Case& c, int rank) {
   return bytes;
 }
 
-// The input as fp32 values (exact for every input dtype).
-inline std::vector<float> as_fp32(const Case& c, const std::vector<uint8_t>& bytes) {
-  const std::size_t count = static_cast<std::size_t>(c.rows() * c.H());
-  std::vector<float> f(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (c.in == DType::Float) {
-      std::memcpy(&f[i], bytes.data() + 4 * i, 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      f[i] = c.in == DType::BFloat16 ? oracle::bf16_value(h) : static_cast<float>(oracle::decode_fp16(h));
-    }
-  }
-  return f;
-}
-
 // The public quantizer on the whole input of one rank.
 inline qcoll::Status quantize_input(const Case& c, const std::vector<uint8_t>& bytes, qcoll::quant::QuantizedTensor& q) {
   const std::size_t rows = static_cast<std::size_t>(c.rows()), H = static_cast<std::size_t>(c.H());
@@ -136,10 +119,10 @@ inline qcoll::Status quantize_input(const Case& c, const std::vector<uint8_t>& b
   const auto* u16 = reinterpret_cast<const uint16_t*>(bytes.data());
   switch (c.in) {
     case DType::BFloat16: return qcoll::quant::quantize_bf16(u16, rows, H, c.mode.x, c.mode.scales, q, opt);
-    default: {  // TODO(quantsimd): fp16 through quantize_fp16 once it exists
-      const std::vector<float> f = as_fp32(c, bytes);
-      return qcoll::quant::quantize(f.data(), rows, H, c.mode.x, c.mode.scales, q, opt);
-    }
+    case DType::Float16: return qcoll::quant::quantize_fp16(u16, rows, H, c.mode.x, c.mode.scales, q, opt);
+    default:
+      return qcoll::quant::quantize(reinterpret_cast<const float*>(bytes.data()), rows, H, c.mode.x, c.mode.scales,
+                                    q, opt);
   }
 }
 

@@ -146,13 +146,16 @@ TEST_F(CliBench, InputsQuantizedBf16Fp32) {
   RunResult r = run("", std::string("bench --ranks 2 ") + kTiny + " --input quantized,bf16,fp32 --json t.json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("| reduce-scatter | 64 x 1024 | 2 | threads | kg-int8 | bf16 |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("quantize then operate"), std::string::npos) << "float input must be labelled:\n" << r.out;
+  EXPECT_NE(r.out.find("qcoll from bf16/fp32 input: fused (QuantizeReduceScatter"), std::string::npos)
+      << "float input must be labelled:\n" << r.out;
   nlohmann::json j = read_json("t.json");
   ASSERT_EQ(j["rows"].size(), 12u) << "2 operators x 3 inputs x 2 modes";
   std::map<std::string, int> per_input;
   for (const auto& row : j["rows"]) {
     SCOPED_TRACE(row.dump());
     per_input[row["input"].get<std::string>()]++;
+    // Float input runs the fused operator; pre-quantized input the quantized one.
+    EXPECT_EQ(row["qcoll_path"], row["input"] == "quantized" ? "operator" : "fused");
     EXPECT_GT(row["qcoll_s"].get<double>(), 0.0);
     EXPECT_GT(row["quant_s"].get<double>(), 0.0);
     EXPECT_TRUE(row["peers"].empty());

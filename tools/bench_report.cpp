@@ -50,6 +50,7 @@ nlohmann::json row_json(const BenchRow& r) {
   j["transport"] = r.transport;
   j["mode"] = r.mode;
   j["input"] = r.input;
+  j["qcoll_path"] = r.qcoll_path;
   j["out_dtype"] = r.out_dtype;
   j["label"] = r.label;
   j["link_bits_per_s"] = r.link_bits_per_s;
@@ -100,6 +101,7 @@ BenchRow row_from_json(const nlohmann::json& j) {
   r.transport = j.value("transport", "");
   r.mode = j.at("mode").get<std::string>();
   r.input = j.value("input", "quantized");
+  r.qcoll_path = j.value("qcoll_path", "operator");
   r.out_dtype = j.value("out_dtype", "");
   r.label = j.value("label", "");
   r.link_bits_per_s = j.value("link_bits_per_s", 0.0);

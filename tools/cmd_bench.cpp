@@ -212,16 +212,10 @@ struct RankJob {
     return in;
   }
 
-  // One qcoll call of a row: the operator on x quantized before timing, or from a float
-  // tensor: quantize, then the operator.
-  // FUSED HOOK: when the fused operators exist (qcollQuantizeReduceScatter /
-  // qcollQuantizeAllReduce, issue 13 item 3), the float-input rows call them here, on the
-  // float tensor, instead of quantize_into + calls_f; the rows' qcoll_path becomes "fused".
-  int32_t qcoll_call(Input in, const Mode& mode, RankInputs& x, PreparedCall& pre, PreparedCall& from_float,
-                     const std::string& group, std::string& why) {
-    if (in != Input::Quantized)
-      if (int32_t st = status_of(quantize_into(mode, in, x, x.scratch_q.data(), x.scratch_s.data()), why)) return st;
-    CallResult r = (in == Input::Quantized ? pre : from_float).run(group);
+  // One qcoll call of a row: the operator on x quantized before timing, or the fused
+  // operator (QuantizeReduceScatter / QuantizeAllReduce) on the float tensor itself.
+  static int32_t qcoll_call(PreparedCall& call, const std::string& group, std::string& why) {
+    CallResult r = call.run(group);
     why = r.message;
     return r.status;
   }
@@ -240,15 +234,19 @@ struct RankJob {
       if (!ref_peer && p->input() == DType::Float) ref_peer = p.get();
     }
     std::vector<uint8_t> qout(out_count * dtype_size(plan.out_dtype));
-    std::vector<PreparedCall> calls, calls_f;  // per mode: on in.q[m], and on the scratch buffers
+    // Per input and mode: the quantized operator on in.q[m], the fused one on the fp32 / bf16 tensor.
+    std::vector<std::vector<PreparedCall>> calls(3);
     for (std::size_t m = 0; m < plan.modes.size(); ++m) {
       const Mode& mode = *plan.modes[m];
       const std::vector<int64_t> s_shape = contract::scales_shape(mode.scales, x_shape);
       const TensorArg out{plan.out_dtype, out_shape, qout.data()};
-      calls.emplace_back(op, TensorArg{mode.x, x_shape, const_cast<uint8_t*>(in.q[m].q.data())},
-                         TensorArg{mode.scales, s_shape, const_cast<void*>(in.q[m].scales_data())}, out);
-      calls_f.emplace_back(op, TensorArg{mode.x, x_shape, in.scratch_q.data()},
-                           TensorArg{mode.scales, s_shape, in.scratch_s.data()}, out);
+      const QuantConfig cfg{mode.x, mode.scales, 0.0f};
+      calls[static_cast<int>(Input::Quantized)].emplace_back(
+          op, TensorArg{mode.x, x_shape, const_cast<uint8_t*>(in.q[m].q.data())},
+          TensorArg{mode.scales, s_shape, const_cast<void*>(in.q[m].scales_data())}, out);
+      calls[static_cast<int>(Input::Fp32)].emplace_back(op, TensorArg{DType::Float, x_shape, in.act.data()}, cfg, out);
+      calls[static_cast<int>(Input::Bf16)].emplace_back(op, TensorArg{DType::BFloat16, x_shape, in.act16.data()}, cfg,
+                                                        out);
     }
 
     std::vector<Timings> tp(peers.size());
@@ -277,7 +275,7 @@ struct RankJob {
         for (std::size_t m = 0; m < plan.modes.size(); ++m) {
           const Mode& mode = *plan.modes[m];
           const double t = timed(
-              rank, [&](std::string& why) { return qcoll_call(input, mode, in, calls[m], calls_f[m], group, why); },
+              rank, [&](std::string& why) { return qcoll_call(calls[static_cast<int>(input)][m], group, why); },
               std::string("qcoll ") + command_name(op) + " " + mode.name + " from " + input_name(input));
           if (keep) tq[i][m].samples.push_back(t);
           if (round == 0 && ref_peer) tq[i][m].rel_err = rel_err(rank, plan.out_dtype, qout.data(), ref.data(), out_count);
@@ -302,6 +300,7 @@ struct RankJob {
     r.transport = transport;
     r.mode = plan.modes[m]->name;
     r.input = input_name(input);
+    r.qcoll_path = input == Input::Quantized ? "operator" : "fused";
     r.out_dtype = std::string(dtype_name(plan.out_dtype));
     r.label = args.label;
     r.link_bits_per_s = args.link_gbit * 1e9;
@@ -452,7 +451,9 @@ int bench_command(const BenchArgs& args) {
     meta["peers_unavailable"] = peer_set.unavailable;
     meta["peer_info"] = peer_set.info;
     meta["inputs"] = args.inputs;
-    meta["float_input_path"] = "quantize then operate (the public quantizers, then the quantized operator; no fused operator yet)";
+    meta["float_input_path"] =
+        "fused (QuantizeReduceScatter / QuantizeAllReduce on the float tensor, quantize time included; quant_s: "
+        "the public quantizer alone, for comparison)";
     meta["kernel"] = qcollKernelTarget();
     meta["repeats"] = args.repeats;
     meta["warmup"] = args.warmup;

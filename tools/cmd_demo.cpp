@@ -1,10 +1,13 @@
 // `qcoll demo`: what quantized reduce-scatter buys and costs on realistic data.
 //
 // N ranks (threads of this process, or under mpirun one per process) each generate an
-// LLM-like activation tensor (BS x H), quantize it in every mode, and run QuantReduceScatter.
-// For each mode the table shows the bytes a rank sends compared with a bf16 reduce-scatter,
-// the operator's wall time (median of --reps runs), and the error of the result against the
-// exact (fp64) sum of the unquantized tensors. The first row is the usual baseline: a bf16
+// LLM-like activation tensor (BS x H) and, for every mode, (1) quantize it with the public
+// quantizer and run QuantReduceScatter on the result, and (2) run the fused
+// QuantizeReduceScatter on the float tensor itself (quantize and exchange in one call; the
+// demo checks that both give the same bits). For each mode the table shows the bytes a rank
+// sends compared with a bf16 reduce-scatter, the wall times (median of --reps runs) of the
+// quantizer, of the operator on pre-quantized data and of the fused call, and the error of
+// the result against the exact (fp64) sum of the unquantized tensors. The first row is the usual baseline: a bf16
 // ring reduce-scatter (inputs rounded to bf16, the partial sum rounded to bf16 at every hop,
 // in ring order).
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +33,7 @@
 #include "qcoll/formats.hpp"
 #include "qcoll/qcoll.hpp"
 #include "qcoll/quant.hpp"
+#include "qcoll/settings.hpp"
 #include "rank_runner.hpp"
 #include "stats.hpp"
 
@@ -67,7 +72,9 @@ struct Row {
   int group = 0;                      // elements per scale; 0 for the baseline
   double bytes_sent = 0;
   double ratio = 0;
-  std::optional<double> time_ms;
+  std::optional<double> time_ms;      // the operator on pre-quantized x
+  std::optional<double> quantize_ms;  // the public quantizer on one rank's input (all ranks at once)
+  std::optional<double> fused_ms;     // the fused call from the float input
   ErrorStats err;
 };
 
@@ -136,10 +143,12 @@ Row baseline_row(const Demo& d) {
   return row;
 }
 
-// What the ranks of one mode produced: every rank's output and the call's times.
+// What the ranks of one mode produced: every rank's output and the times.
 struct ModeResult {
   std::vector<std::vector<uint8_t>> out;  // per rank
-  std::vector<double> times_ms;           // per rep
+  std::vector<double> times_ms;           // per rep: the operator on pre-quantized x
+  std::vector<double> quantize_ms;        // per rep: the quantizer
+  std::vector<double> fused_ms;           // per rep: the fused operator
   double bytes_per_rank = 0;              // x plus scales of one rank
 };
 
@@ -163,49 +172,18 @@ std::vector<double> call_times_ms(const Demo& d, const std::vector<std::vector<u
   return times;
 }
 
-// Every rank quantizes its input in mode m and the ranks run QuantReduceScatter d.reps
-// times, each after a barrier. Throws CliError (in every process) if any rank failed.
-ModeResult run_mode(Demo& d, const Mode& m) {
-  using Clock = std::chrono::steady_clock;
-  const int n = d.n;
-  std::vector<quant::QuantizedTensor> q(n);
-  ModeResult res;
-  res.out.assign(n, std::vector<uint8_t>(d.rows_per_rank * d.h * dtype_size(d.out_dtype)));
-  std::vector<std::vector<Clock::time_point>> t0(n), t1(n);
-  std::vector<Status> quantized(n);
-  std::vector<CallResult> called(n);
-  std::barrier<> sync(static_cast<std::ptrdiff_t>(d.runner->local_ranks().size()));
-  d.runner->run([&](int rank, int, const std::string& group) {
-    quantized[rank] = quant::quantize(d.act[rank].data(), d.bs, d.h, m.x, m.scales, q[rank]);
-    const std::vector<int64_t> x_shape = {static_cast<int64_t>(d.bs), static_cast<int64_t>(d.h)};
-    PreparedCall call(Op::ReduceScatter, {m.x, x_shape, q[rank].q.data()},
-                      {m.scales, contract::scales_shape(m.scales, x_shape), const_cast<void*>(q[rank].scales_data())},
-                      {d.out_dtype, {static_cast<int64_t>(d.rows_per_rank), x_shape[1]}, res.out[rank].data()});
-    for (int rep = 0; rep < d.reps; ++rep) {
-      sync.arrive_and_wait();
-      if (rank == d.runner->local_ranks().front()) d.runner->process_barrier();
-      sync.arrive_and_wait();
-      t0[rank].push_back(Clock::now());
-      CallResult r = call.run(group);
-      t1[rank].push_back(Clock::now());
-      if (!r.ok() && called[rank].ok()) called[rank] = r;
-    }
-  });
-  bool local_ok = true;
-  for (int r : d.runner->local_ranks()) local_ok = local_ok && quantized[r].ok() && called[r].ok();
-  const bool all_ok = d.runner->all_ok(local_ok);  // collective: every process learns of a failure
-  for (int r : d.runner->local_ranks()) {
-    const std::string where = std::string(" [") + m.label + ", rank " + std::to_string(r) + "]";
-    if (!quantized[r].ok())
-      throw CliError(ErrorKind::Status, "quantizing: " + quantized[r].message + where,
-                     static_cast<int32_t>(quantized[r].code));
-    if (!called[r].ok()) throw CliError(ErrorKind::Status, called[r].message + where, called[r].status);
-  }
-  if (!all_ok)
-    throw CliError(ErrorKind::Status, std::string("another rank failed [") + m.label + "]",
-                   static_cast<int32_t>(StatusCode::RuntimeError));
-  // Every rank's times and output, in every process (a no-op when all ranks are threads here).
-  std::vector<std::vector<uint8_t>> spans(n, std::vector<uint8_t>(d.reps * 2 * sizeof(int64_t)));
+// Threads of one rank's quantizer call: QCOLL_RANK_THREADS, else the cores shared among the
+// ranks of this process (as the operators share them).
+int quantize_threads(const Demo& d) {
+  if (const int t = settings::rank_threads(); t > 0) return t;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / static_cast<int>(d.runner->local_ranks().size()));
+}
+
+// Every rank's (start, end) of each rep, as call_times_ms wants them, from every process.
+std::vector<double> shared_times_ms(Demo& d, const std::vector<std::vector<std::chrono::steady_clock::time_point>>& t0,
+                                    const std::vector<std::vector<std::chrono::steady_clock::time_point>>& t1) {
+  std::vector<std::vector<uint8_t>> spans(d.n, std::vector<uint8_t>(d.reps * 2 * sizeof(int64_t)));
   for (int r : d.runner->local_ranks())
     for (int rep = 0; rep < d.reps; ++rep) {
       const int64_t ns[2] = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0[r][rep].time_since_epoch()).count(),
@@ -213,8 +191,82 @@ ModeResult run_mode(Demo& d, const Mode& m) {
       std::memcpy(spans[r].data() + rep * sizeof ns, ns, sizeof ns);
     }
   d.runner->share(spans);
+  return call_times_ms(d, spans);
+}
+
+// For mode m, d.reps times, each step after a barrier: every rank quantizes its input (the
+// public quantizer), the ranks run QuantReduceScatter on it, then the fused
+// QuantizeReduceScatter on the float input. Throws CliError (in every process) if any rank
+// failed or the two results differ.
+ModeResult run_mode(Demo& d, const Mode& m) {
+  using Clock = std::chrono::steady_clock;
+  using Times = std::vector<std::vector<Clock::time_point>>;
+  const int n = d.n;
+  std::vector<quant::QuantizedTensor> q(n);
+  ModeResult res;
+  const std::size_t out_bytes = d.rows_per_rank * d.h * dtype_size(d.out_dtype);
+  res.out.assign(n, std::vector<uint8_t>(out_bytes));
+  std::vector<std::vector<uint8_t>> fused_out(n, std::vector<uint8_t>(out_bytes));
+  Times q0(n), q1(n), t0(n), t1(n), f0(n), f1(n);
+  std::vector<Status> quantized(n);
+  std::vector<CallResult> called(n);
+  std::vector<bool> same(n, true);
+  quant::QuantOptions qopt;
+  qopt.threads = quantize_threads(d);
+  std::barrier<> sync(static_cast<std::ptrdiff_t>(d.runner->local_ranks().size()));
+  d.runner->run([&](int rank, int, const std::string& group) {
+    const std::vector<int64_t> x_shape = {static_cast<int64_t>(d.bs), static_cast<int64_t>(d.h)};
+    const std::vector<int64_t> out_shape = {static_cast<int64_t>(d.rows_per_rank), x_shape[1]};
+    auto step = [&](Times& begin, Times& end, auto&& work) {
+      sync.arrive_and_wait();
+      if (rank == d.runner->local_ranks().front()) d.runner->process_barrier();
+      sync.arrive_and_wait();
+      begin[rank].push_back(Clock::now());
+      work();
+      end[rank].push_back(Clock::now());
+    };
+    PreparedCall fused(Op::QuantizeReduceScatter, {DType::Float, x_shape, d.act[rank].data()},
+                       QuantConfig{m.x, m.scales, 0.0f}, {d.out_dtype, out_shape, fused_out[rank].data()});
+    for (int rep = 0; rep < d.reps; ++rep) {
+      step(q0, q1, [&] {
+        const Status st = quant::quantize(d.act[rank].data(), d.bs, d.h, m.x, m.scales, q[rank], qopt);
+        if (!st.ok() && quantized[rank].ok()) quantized[rank] = st;
+      });
+      PreparedCall call(Op::ReduceScatter, {m.x, x_shape, q[rank].q.data()},
+                        {m.scales, contract::scales_shape(m.scales, x_shape), const_cast<void*>(q[rank].scales_data())},
+                        {d.out_dtype, out_shape, res.out[rank].data()});
+      step(t0, t1, [&] {
+        CallResult r = call.run(group);
+        if (!r.ok() && called[rank].ok()) called[rank] = r;
+      });
+      step(f0, f1, [&] {
+        CallResult r = fused.run(group);
+        if (!r.ok() && called[rank].ok()) called[rank] = r;
+      });
+      same[rank] = same[rank] && fused_out[rank] == res.out[rank];
+    }
+  });
+  bool local_ok = true;
+  for (int r : d.runner->local_ranks()) local_ok = local_ok && quantized[r].ok() && called[r].ok() && same[r];
+  const bool all_ok = d.runner->all_ok(local_ok);  // collective: every process learns of a failure
+  for (int r : d.runner->local_ranks()) {
+    const std::string where = std::string(" [") + m.label + ", rank " + std::to_string(r) + "]";
+    if (!quantized[r].ok())
+      throw CliError(ErrorKind::Status, "quantizing: " + quantized[r].message + where,
+                     static_cast<int32_t>(quantized[r].code));
+    if (!called[r].ok()) throw CliError(ErrorKind::Status, called[r].message + where, called[r].status);
+    if (!same[r])
+      throw CliError(ErrorKind::Status, "the fused operator's result differs from quantize-then-operate" + where,
+                     static_cast<int32_t>(StatusCode::InnerError));
+  }
+  if (!all_ok)
+    throw CliError(ErrorKind::Status, std::string("another rank failed [") + m.label + "]",
+                   static_cast<int32_t>(StatusCode::RuntimeError));
+  // Every rank's times and output, in every process (a no-op when all ranks are threads here).
+  res.times_ms = shared_times_ms(d, t0, t1);
+  res.quantize_ms = shared_times_ms(d, q0, q1);
+  res.fused_ms = shared_times_ms(d, f0, f1);
   d.runner->share(res.out);
-  res.times_ms = call_times_ms(d, spans);
   res.bytes_per_rank = static_cast<double>(d.count) +
                        static_cast<double>(contract::scales_count(m.scales, d.bs, d.h) * dtype_size(m.scales));
   return res;
@@ -236,6 +288,8 @@ Row mode_row(const Demo& d, const Mode& m, const ModeResult& res) {
   row.bytes_sent = res.bytes_per_rank * (d.n - 1) / d.n;
   row.ratio = row.bytes_sent / bf16_bytes_sent(d);
   row.time_ms = median(res.times_ms);
+  row.quantize_ms = median(res.quantize_ms);
+  row.fused_ms = median(res.fused_ms);
   row.err = acc.stats();
   return row;
 }
@@ -263,6 +317,8 @@ void print_json(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) 
   j["reps"] = a.reps;
   j["outlier_channels"] = outlier_channels(d.spec).size();
   j["kernel"] = qcoll::kernel_target();
+  j["quantize_target"] = quant::quantize_target();
+  j["quantize_threads"] = quantize_threads(d);
   j["rows"] = J::array();
   for (const Row& r : rows) {
     J o;
@@ -274,6 +330,8 @@ void print_json(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) 
     o["bytes_sent_per_rank"] = r.bytes_sent;
     o["ratio_vs_bf16"] = r.ratio;
     o["time_ms_median"] = or_null(r.time_ms.has_value(), r.time_ms.value_or(0));
+    o["quantize_ms_median"] = or_null(r.quantize_ms.has_value(), r.quantize_ms.value_or(0));
+    o["fused_ms_median"] = or_null(r.fused_ms.has_value(), r.fused_ms.value_or(0));
     o["rel_rms_error"] = r.err.rel_rms;
     o["max_abs_error_rel"] = r.err.max_abs_rel;
     j["rows"].push_back(o);
@@ -285,18 +343,28 @@ void print_table(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows)
   std::printf("%s\n", title(d).c_str());
   std::printf("data: Gaussian activations, per-token scale, %zu outlier channels at 10-100x; seed %llu (rank r uses seed+r)\n",
               outlier_channels(d.spec).size(), static_cast<unsigned long long>(a.seed));
-  std::printf("errors vs the exact fp64 sum of the unquantized tensors; time: median of %d runs, all ranks (kernel %s)\n\n",
-              a.reps, qcoll::kernel_target().c_str());
-  std::printf("%-21s %-20s %13s %8s %10s %12s %12s\n", "mode", "x + scales", "sent/rank", "vs bf16", "time", "rel RMS err", "max abs err");
-  std::printf("%-21s %-20s %13s %8s %10s %12s %12s\n", "", "", "(x+scales)", "", "(ms)", "", "(/max|sum|)");
+  std::printf("errors vs the exact fp64 sum of the unquantized tensors; times: median of %d runs, all ranks (kernel %s, "
+              "quantizer %s, %d thread(s) per rank)\n\n",
+              a.reps, qcoll::kernel_target().c_str(), quant::quantize_target(), quantize_threads(d));
+  std::printf("%-21s %-20s %13s %8s %9s %9s %9s %12s %12s\n", "mode", "x + scales", "sent/rank", "vs bf16", "quantize",
+              "operator", "fused", "rel RMS err", "max abs err");
+  std::printf("%-21s %-20s %13s %8s %9s %9s %9s %12s %12s\n", "", "", "(x+scales)", "", "(ms)", "(ms)", "(ms)", "",
+              "(/max|sum|)");
+  auto ms = [](const std::optional<double>& v) {
+    char buf[32] = "-";
+    if (v) std::snprintf(buf, sizeof buf, "%.2f", *v);
+    return std::string(buf);
+  };
   for (const Row& r : rows) {
-    char time[32] = "-";
-    if (r.time_ms) std::snprintf(time, sizeof time, "%.2f", *r.time_ms);
-    std::printf("%-21s %-20s %9.2f MiB %8.3f %10s %12.2e %12.2e\n", r.label.c_str(), r.types.c_str(),
-                r.bytes_sent / 1048576.0, r.ratio, time, r.err.rel_rms, r.err.max_abs_rel);
+    std::printf("%-21s %-20s %9.2f MiB %8.3f %9s %9s %9s %12.2e %12.2e\n", r.label.c_str(), r.types.c_str(),
+                r.bytes_sent / 1048576.0, r.ratio, ms(r.quantize_ms).c_str(), ms(r.time_ms).c_str(),
+                ms(r.fused_ms).c_str(), r.err.rel_rms, r.err.max_abs_rel);
   }
   std::printf("\nsent/rank: bytes each rank sends to the others, (n-1)/n of its input; a bf16 reduce-scatter sends\n"
-              "2 bytes per element. The baseline row is computed (bf16 arithmetic, ring order), not timed.\n");
+              "2 bytes per element. The baseline row is computed (bf16 arithmetic, ring order), not timed.\n"
+              "quantize: the public quantizer on each rank's fp32 input; operator: QuantReduceScatter on the result;\n"
+              "fused: QuantizeReduceScatter on the fp32 input (quantized chunk by chunk into the transport's buffers),\n"
+              "checked to give the operator's bits.\n");
 }
 
 int run_demo(const DemoArgs& a) {

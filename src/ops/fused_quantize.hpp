@@ -18,15 +18,12 @@ struct RowQuantizer {
   DType scales_dtype = DType::Float;  // Float (KG) or Float8E8M0 (MX)
   float hif8_target = 0.0f;           // KG HiFloat8: the target (0: the default)
   std::size_t H = 0;
-  int threads = 1;                    // threads of one call (results do not depend on it)
+  int threads = 1;                    // threads of one call, >= 1 (results do not depend on it)
 
   std::size_t in_row_bytes() const { return H * dtype_size(in_dtype); }
   // Quantizes `rows` rows at `in` into q (rows*H bytes) and scales (rows * scales row bytes).
   // INNER_ERROR if the quantizer refuses (the call was validated: a bug).
   Status operator()(const uint8_t* in, std::size_t rows, uint8_t* q, uint8_t* scales) const;
-
- private:
-  Status rows_one_thread(const uint8_t* in, std::size_t rows, uint8_t* q, uint8_t* scales) const;
 };
 
 }  // namespace qcoll::ops
