@@ -1,7 +1,10 @@
 #include "comm/shm_communicator.hpp"
 
+#include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +13,6 @@
 #include <cstring>
 #include <new>
 
-#include "comm/backoff.hpp"
 #include "comm/process_info.hpp"
 #include "comm/window_plan.hpp"
 
@@ -21,6 +23,23 @@ constexpr uint64_t kMagic = 0x71636f6c6c73686dULL;  // "qcollshm"
 constexpr std::size_t kPage = 4096;
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory state must be lock-free");
+
+// How long a waiter spins (pause instructions), then yields, before it sleeps on the peer's
+// futex word; and the longest sleep before it checks the peer's liveness and its deadline.
+constexpr int kWaitSpins = 128;
+constexpr int kWaitYields = 4;
+constexpr long kFutexNapNanos = 2'000'000;  // 2 ms
+
+// The process-shared futex of a 32-bit word in the segment (FUTEX_WAIT, not PRIVATE: the
+// waiters are other processes).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, long nanos) {
+  const timespec ts{0, nanos};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+void futex_wake_all(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex words are plain 32-bit words");
 
 std::string seconds_text(Clock::duration d) {
   const double s = std::chrono::duration<double>(d).count();
@@ -52,6 +71,8 @@ void ShmCommunicator::init_segment(unsigned char* base, int nranks, std::size_t 
     c->failure.store(kFailureOther, std::memory_order_relaxed);
     c->pid.store(0, std::memory_order_relaxed);
     c->pid_ns.store(0, std::memory_order_relaxed);
+    c->seq.store(0, std::memory_order_relaxed);
+    c->sleepers.store(0, std::memory_order_relaxed);
   }
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
@@ -70,12 +91,14 @@ ShmCommunicator::ShmCommunicator(std::string name, int rank, int nranks, std::si
   me.pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
   me.state.store(kStateActive, std::memory_order_release);
   valid_ = true;
+  notify_peers();
 }
 
 ShmCommunicator::~ShmCommunicator() {
   if (valid_ && !abandoned_) {
     RankControl& me = control(rank_);
     if (me.state.load(std::memory_order_relaxed) == kStateActive) me.state.store(kStateLeft, std::memory_order_release);
+    notify_peers();
   }
 }
 
@@ -104,6 +127,7 @@ Status ShmCommunicator::fail(Status s, uint32_t why) {
     if (valid_ && !abandoned_) {
       control(rank_).failure.store(why, std::memory_order_relaxed);
       control(rank_).state.store(kStateFailed, std::memory_order_release);
+      notify_peers();
     }
   }
   return s;
@@ -136,14 +160,36 @@ Status ShmCommunicator::peer_gone(int k) const {
   return Status::Ok();
 }
 
+void ShmCommunicator::notify_peers() {
+  // Dekker-style with the waiter (wait_all): the change (a release store) comes before the
+  // bump, the bump before reading `sleepers`; the waiter counts itself in `sleepers` before it
+  // reads `seq` and checks again. So either the waiter sees the change, or its futex wait
+  // finds `seq` moved, or this wakes it.
+  RankControl& me = control(rank_);
+  me.seq.fetch_add(1, std::memory_order_seq_cst);
+  if (me.sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(me.seq);
+}
+
 template <class Pred>
 Status ShmCommunicator::wait_all(const Pred& pred, Clock::time_point deadline, const char* what) {
   const Clock::time_point start = Clock::now();
-  Backoff backoff;
   for (int k = 0; k < nranks_; ++k) {
+    // A short spin for a peer that is about to arrive (it runs on another core), a few
+    // yields for one that waits for this core, then sleeps on its futex word, waking at
+    // least every kFutexNapNanos to check its liveness and the deadline.
+    for (int i = 0; i < kWaitSpins && !pred(k); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    for (int i = 0; i < kWaitYields && !pred(k); ++i) sched_yield();
+    RankControl& peer = control(k);
     while (!pred(k)) {
-      backoff.pause();
-      if (!backoff.time_to_check()) continue;
+      peer.sleepers.fetch_add(1, std::memory_order_seq_cst);
+      const uint32_t seen = peer.seq.load(std::memory_order_seq_cst);
+      if (!pred(k)) futex_wait(peer.seq, seen, kFutexNapNanos);
+      peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      if (pred(k)) break;
       if (Status gone = peer_gone(k); !gone.ok()) {
         if (pred(k)) break;  // it finished its part before it went away
         return fail(Status::Error(StatusCode::RuntimeError,
@@ -195,6 +241,7 @@ PartRegion ShmCommunicator::region(Step s, int dest) {
 Status ShmCommunicator::publish(Step s) {
   if (broken_) return broken_status();
   control(rank_).written.store(s + 1, std::memory_order_release);
+  notify_peers();
   return Status::Ok();
 }
 
@@ -211,6 +258,7 @@ PartView ShmCommunicator::view(Step s, int src) const {
 Status ShmCommunicator::release(Step s) {
   if (broken_) return broken_status();
   control(rank_).consumed.store(s + 1, std::memory_order_release);
+  notify_peers();
   return Status::Ok();
 }
 

@@ -14,8 +14,9 @@
 //   release:     consumed[r] = g + 1.
 // So a rank fills the next slot while its peers still read the previous one (double
 // buffering), and never overwrites data a peer has not finished reading. Records
-// (allgather_records) are steps too, held in the control block. Waiting is polite spinning
-// against the caller's deadline; a peer that left, failed or died (its pid is gone) ends the
+// (allgather_records) are steps too, held in the control block. Waiting spins briefly, then
+// sleeps on the peer's futex word (so oversubscribed ranks do not starve each other), against
+// the caller's deadline; a peer that left, failed or died (its pid is gone) ends the
 // wait at once with RUNTIME_ERROR; a timeout also does, and marks this rank failed (saying
 // that it timed out) so that its peers stop waiting too, and a rank that was absent learns
 // at its next step that the group broke. After any such failure the communicator is broken.
@@ -75,6 +76,10 @@ class ShmCommunicator final : public Communicator {
     std::atomic<uint32_t> failure;   // kFailure*: why it failed (state kStateFailed)
     std::atomic<int32_t> pid;
     std::atomic<uint64_t> pid_ns;  // inode of its pid namespace: pids compare only within one
+    // Bumped after every change of written, consumed or state; peers that wait for this rank
+    // sleep on it (a futex) after a short spin, and `sleepers` tells whether to wake them.
+    std::atomic<uint32_t> seq;
+    std::atomic<uint32_t> sleepers;
     unsigned char record[2][kMaxRecordBytes];  // the record of step g lives in record[g % 2]
   };
   struct Header {
@@ -96,6 +101,8 @@ class ShmCommunicator final : public Communicator {
   unsigned char* slot(int k, uint64_t step) const;  // rank k's slot for step
   std::size_t slot_bytes() const { return window_bytes_ / 2; }
 
+  // Tells the peers sleeping on this rank's control block that it changed.
+  void notify_peers();
   // Waits until pred(k) holds for every rank k.
   template <class Pred>
   Status wait_all(const Pred& pred, Clock::time_point deadline, const char* what);
