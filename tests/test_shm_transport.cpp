@@ -111,19 +111,23 @@ TEST(ShmSegment, NameIsRandomModeIsPrivateAndUnlinkRemovesIt) {
 // ---- forked ranks --------------------------------------------------------------------------
 
 // Runs body(comm) in `n` forked processes sharing one segment; returns each child's exit code.
-std::vector<int> run_ranks(int n, std::size_t window, const std::function<int(ShmCommunicator&)>& body) {
+// `sparse`: as the transport makes it (only the control blocks reserved; every rank grows
+// its window through its own descriptor); otherwise the whole segment is reserved up front.
+std::vector<int> run_ranks(int n, std::size_t window, const std::function<int(ShmCommunicator&)>& body,
+                           bool sparse = false, const std::function<void(const ShmMapping&)>& after = nullptr) {
   std::string name;
   EXPECT_TRUE(random_shm_name(name).ok());
   const std::size_t bytes = ShmCommunicator::segment_bytes(n, window);
   ShmMapping m;
-  EXPECT_TRUE(create_shm(name, bytes, m).ok());
+  EXPECT_TRUE(create_shm(name, bytes, m, nullptr, sparse ? ShmCommunicator::control_bytes(n) : SIZE_MAX).ok());
   ShmCommunicator::init_segment(m.data(), n, window);
   unlink_shm(name);  // the children inherit the mapping: no name needs to stay in /dev/shm
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
-      ShmMapping mine(m.data(), m.bytes());  // this process's copy of the inherited mapping
+      // This process's copy of the inherited mapping (and, sparse, of the descriptor).
+      ShmMapping mine(m.data(), m.bytes(), sparse ? dup(m.fd()) : -1);
       int code = 0;
       {
         ShmCommunicator c("g", r, n, window, std::move(mine));
@@ -139,6 +143,7 @@ std::vector<int> run_ranks(int n, std::size_t window, const std::function<int(Sh
     waitpid(p, &st, 0);
     codes.push_back(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
   }
+  if (after) after(m);
   return codes;
 }
 
@@ -317,6 +322,105 @@ TEST(ShmTransport, ConsumerErrorIsReturnedAfterTheProtocolCompletes) {
     // Both still in step: a second call works.
     return exchange_and_check(c, 1024, 32, 100, 5);
   });
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+// ---- window memory in proportion to use -----------------------------------------------------
+
+// Every rank's value of v, in rank order.
+std::vector<uint64_t> gather(ShmCommunicator& c, uint64_t v) {
+  std::vector<uint64_t> all(c.size());
+  if (!c.allgather_records(&v, sizeof v, all.data(), Clock::now() + 20s).ok()) all.clear();
+  return all;
+}
+
+TEST(ShmWindow, SmallCallReservesLittleALargerCallGrowsItOnEveryRank) {
+  constexpr std::size_t kWindow = 200u << 20;  // HCCL_BUFFSIZE 200: 800 MB of address space for 4 ranks
+  std::size_t after_all = 0;
+  const auto codes = run_ranks(4, kWindow, [](ShmCommunicator& c) {
+    if (c.reserved_bytes() != 0) return 80;  // nothing but the control blocks at creation
+    // 16 x 4096 int8 over 4 ranks: 4 rows of 4 KB (+ scales) per destination.
+    if (int r = exchange_and_check(c, 4096, 128, 4, 0)) return r;
+    const std::size_t small = c.reserved_bytes();
+    if (small == 0 || small > (1u << 20)) return 81;  // a slot pair of 64 KB steps, not 200 MB
+    // 256 x 5120 rows per destination: about 5.4 MB per slot, one chunk.
+    std::size_t chunks = 0;
+    if (int r = exchange_and_check(c, 5120, 160, 256, 1, &chunks)) return r;
+    if (chunks != 1) return 82;
+    const std::size_t large = c.reserved_bytes();
+    if (large < 2 * 4 * 256 * (5120 + 160) || large > (16u << 20)) return 83;
+    // Every rank settled on the same slot capacity.
+    const std::vector<uint64_t> caps = gather(c, c.slot_capacity());
+    if (caps.size() != 4) return 84;
+    for (uint64_t cap : caps)
+      if (cap != caps[0] || cap < 4 * 256 * (5120 + 160)) return 85;
+    // Smaller calls afterwards reuse it (no shrinking, still correct).
+    if (int r = exchange_and_check(c, 4096, 128, 4, 2)) return r;
+    if (c.reserved_bytes() != large) return 86;
+    return 0;
+  }, /*sparse=*/true, [&](const ShmMapping& m) { after_all = m.allocated_bytes(); });
+  for (int code : codes) EXPECT_EQ(code, 0);
+  // /dev/shm holds what the calls used (4 ranks x ~11 MB), not 4 x 200 MB.
+  EXPECT_GT(after_all, 4u * 2 * 4 * 256 * 5120);
+  EXPECT_LT(after_all, 4u * (16u << 20));
+}
+
+TEST(ShmWindow, SharedBlocksAreReadInPlaceByEveryRank) {
+  const auto codes = run_ranks(3, 64u << 20, [](ShmCommunicator& c) {
+    const std::size_t block = (3u << 20) + 100;
+    std::vector<uint8_t> x(3 * 8 * 512), s(3 * 8 * 16);
+    ExchangeSpec spec{x.data(), 512, s.data(), 16, 8};
+    if (!reserve_for_exchange(c, spec, block, Clock::now() + 20s).ok()) return 90;
+    if (c.shared_capacity() < block) return 91;
+    for (int call = 0; call < 3; ++call) {
+      uint8_t* mine = c.shared_block(c.rank());
+      for (std::size_t i = 0; i < block; ++i) mine[i] = static_cast<uint8_t>(i * 7 + c.rank() * 31 + call);
+      if (gather(c, 1).size() != 3) return 92;  // a step: every rank wrote its block
+      for (int k = 0; k < 3; ++k) {
+        const uint8_t* theirs = c.shared_block(k);
+        for (std::size_t i = 0; i < block; ++i)
+          if (theirs[i] != static_cast<uint8_t>(i * 7 + k * 31 + call)) return 93;
+      }
+      if (gather(c, 2).size() != 3) return 94;  // a step: every rank read every block
+    }
+    return 0;
+  }, /*sparse=*/true);
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmWindow, ARankWithoutRoomMakesEveryRankMoveSmallerChunks) {
+  const auto codes = run_ranks(4, 64u << 20, [](ShmCommunicator& c) {
+    if (c.rank() == 2) c.limit_window_for_test(1u << 20);  // as if /dev/shm had 1 MB left for it
+    std::size_t chunks = 0;
+    // 300 x 5120 rows per destination: 6.3 MB per slot in one chunk; 0.5 MB slots give ~13.
+    if (int r = exchange_and_check(c, 5120, 160, 300, 3, &chunks)) return r;
+    if (chunks < 10) return 95;
+    const std::vector<uint64_t> caps = gather(c, c.slot_capacity());
+    if (caps.size() != 4) return 96;
+    for (uint64_t cap : caps)
+      if (cap != caps[0] || cap > (1u << 20) / 2) return 97;
+    // The all-gather moves in pieces of what every rank has, too.
+    std::vector<uint8_t> buf(4 * (2u << 20));
+    for (std::size_t i = 0; i < (2u << 20); ++i) buf[c.rank() * (2u << 20) + i] = static_cast<uint8_t>(i + c.rank());
+    if (!allgather_blocks(c, buf.data(), 2u << 20, Clock::now() + 20s).ok()) return 98;
+    for (int k = 0; k < 4; ++k)
+      for (std::size_t i = 0; i < (2u << 20); ++i)
+        if (buf[k * (2u << 20) + i] != static_cast<uint8_t>(i + k)) return 99;
+    return 0;
+  }, /*sparse=*/true);
+  for (int code : codes) EXPECT_EQ(code, 0);
+}
+
+TEST(ShmWindow, NoRoomForOneRowIsAClearErrorOnEveryRank) {
+  const auto codes = run_ranks(2, 64u << 20, [](ShmCommunicator& c) {
+    if (c.rank() == 1) c.limit_window_for_test(0);
+    std::vector<uint8_t> x(2 * 4 * 1024), s(2 * 4 * 32);
+    ExchangeSpec spec{x.data(), 1024, s.data(), 32, 4};
+    Status st = exchange(c, spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 20s);
+    if (st.code != StatusCode::InnerError || st.message.find("/dev/shm") == std::string::npos) return 100;
+    if (!c.usable()) return 101;  // nothing moved: the ranks are still in step
+    return gather(c, 7).size() == 2 ? 0 : 102;
+  }, /*sparse=*/true);
   for (int code : codes) EXPECT_EQ(code, 0);
 }
 

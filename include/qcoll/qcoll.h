@@ -74,8 +74,9 @@ qcollStatus qcollThreadGroupDestroy(qcollThreadGroup *group);
 /* ---- Communicators of processes without MPI: a unique id (docs/api.md §Bootstrap) ------
  * As ncclGetUniqueId / ncclCommInitRank: one process makes an id, passes it to the ranks by
  * any means (a file, an environment variable through qcollUniqueIdToHex, a store), and each
- * rank joins with qcollCommInitRank. The ranks must run on one host (shared memory, HCCL_BUFFSIZE
- * MB per rank in /dev/shm, nothing left there once every rank has joined). The process that
+ * rank joins with qcollCommInitRank. The ranks must run on one host (shared memory, up to
+ * HCCL_BUFFSIZE MB per rank in /dev/shm reserved as the calls need it, no name left there once
+ * every rank has joined). The process that
  * made the id serves the rendezvous: it must stay alive until every rank has joined. */
 #define QCOLL_UNIQUE_ID_BYTES 128
 typedef struct {

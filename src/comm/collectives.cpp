@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "comm/window_plan.hpp"
@@ -22,6 +23,24 @@ StepShape rows_shape(const ExchangeSpec& spec, std::size_t rows) {
 }
 }  // namespace
 
+std::string no_room_message(const Communicator& c, const ExchangeSpec& spec) {
+  const std::size_t one_row = chunk_layout(c.size(), 1, spec.x_row_bytes, spec.s_row_bytes).total_bytes;
+  return std::string(c.transport()) + " transport: /dev/shm has no room for one row from each of " +
+         std::to_string(c.size()) + " ranks (" + std::to_string(one_row) + " bytes per slot, 2 slots per rank; " +
+         std::to_string(c.slot_capacity()) + " reserved): enlarge /dev/shm or use QCOLL_TRANSPORT=mpi";
+}
+
+std::size_t exchange_slot_bytes(const Communicator& c, const ExchangeSpec& spec) {
+  const std::size_t rows = max_chunk_rows(c, spec);
+  return rows == 0 ? 0 : chunk_layout(c.size(), rows, spec.x_row_bytes, spec.s_row_bytes).total_bytes;
+}
+
+Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size_t shared_bytes,
+                            Clock::time_point deadline) {
+  if (spec.rows_per_rank == 0 && shared_bytes == 0) return Status::Ok();
+  return c.reserve(exchange_slot_bytes(c, spec), shared_bytes, deadline);
+}
+
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
   const std::size_t rows = max_rows_for_part(c.max_part_bytes(StepShape::Kind::PerDestination), spec.x_row_bytes,
                                              spec.s_row_bytes, spec.rows_per_rank);
@@ -31,12 +50,15 @@ std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
 Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
                 Clock::time_point deadline, const RowProducer* produce, bool drain) {
   if (spec.rows_per_rank == 0) return Status::Ok();
-  const std::size_t max_rows = max_chunk_rows(c, spec);
+  std::size_t max_rows = max_chunk_rows(c, spec);
   if (max_rows == 0) {
     return Status::Error(StatusCode::ParamInvalid, window_too_small_message(c.window_bytes(), c.size(), spec));
   }
   const int n = c.size(), me = c.rank();
   const std::size_t xrb = spec.x_row_bytes, srb = spec.s_row_bytes, rpr = spec.rows_per_rank;
+  if (Status st = reserve_for_exchange(c, spec, 0, deadline); !st.ok()) return st;
+  max_rows = std::min(max_rows, max_rows_for_part(c.slot_capacity() / static_cast<std::size_t>(n), xrb, srb, rpr));
+  if (max_rows == 0) return Status::Error(StatusCode::InnerError, no_room_message(c, spec));
   const bool exposed = produce == nullptr && c.can_expose();
   const bool own_in_place = produce == nullptr && c.own_part_in_place();
   const std::size_t nchunks = (rpr + max_rows - 1) / max_rows;
@@ -128,7 +150,11 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
 Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline) {
   auto* base = static_cast<uint8_t*>(buf);
   const int n = c.size(), me = c.rank();
-  const std::size_t piece_max = std::min(c.max_part_bytes(StepShape::Kind::Same), block_bytes);
+  std::size_t piece_max = std::min(c.max_part_bytes(StepShape::Kind::Same), block_bytes);
+  if (block_bytes > 0) {
+    if (Status st = c.reserve(piece_max, 0, deadline); !st.ok()) return st;
+    piece_max = std::min(piece_max, c.slot_capacity() / kSegmentAlign * kSegmentAlign);
+  }
   if (block_bytes > 0 && piece_max == 0) {
     return Status::Error(StatusCode::InnerError, "the window cannot hold any part of an all-gather");
   }

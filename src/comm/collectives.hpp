@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "comm/communicator.hpp"
 #include "qcoll/status.hpp"
@@ -43,6 +44,19 @@ using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::s
 // transport has no window; 0 when not even one row fits: the window rule), at most
 // spec.max_rows when that is set.
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec);
+
+// Bytes of one slot that a chunk of spec needs on `c` (0 when not even one row fits).
+std::size_t exchange_slot_bytes(const Communicator& c, const ExchangeSpec& spec);
+
+// Collective (the same arguments on every rank, after the call agreement): reserves the
+// window memory an exchange of spec needs, and a shared block of shared_bytes per rank
+// (Communicator::reserve; a no-op where the transport needs none). exchange() reserves its
+// slots itself; call this first to take the shared block in the same step.
+Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size_t shared_bytes,
+                            Clock::time_point deadline);
+
+// The message for a window memory reservation that cannot hold one row from every rank.
+std::string no_room_message(const Communicator& c, const ExchangeSpec& spec);
 
 // Calls `consume` for consecutive chunks covering this rank's rows_per_rank rows; sources
 // stay valid only during the call to consume (on MPI chunk i+1 moves meanwhile).

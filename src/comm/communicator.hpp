@@ -138,6 +138,32 @@ class Communicator {
     return Status::Ok();
   }
 
+  // ---- Window memory in proportion to use (transports whose windows live in /dev/shm).
+  // Collective, with the same arguments on every rank, after the call agreement: makes every
+  // rank's slots hold at least slot_bytes (at most half the window) and its shared block at
+  // least shared_bytes (where it fits beside the slots), growing the reservation when needed
+  // (then one records step, so that every rank knows what every rank got). Where the system
+  // has no room, the ranks settle on what all of them got: slot_capacity() and
+  // shared_capacity() may then be smaller than asked, and the caller moves smaller chunks or
+  // stages elsewhere. Capacities never shrink, except that a larger slot may take the shared
+  // block's room. RUNTIME_ERROR on a transport failure.
+  virtual Status reserve(std::size_t slot_bytes, std::size_t shared_bytes, Clock::time_point deadline) {
+    (void)slot_bytes;
+    (void)shared_bytes;
+    (void)deadline;
+    return Status::Ok();
+  }
+  // Bytes of one slot that data steps may use now (unbounded transports: SIZE_MAX).
+  virtual std::size_t slot_capacity() const { return SIZE_MAX; }
+  // The shared block of rank k (shared_capacity() bytes, 0: none): written by k alone, read
+  // by every rank in place. The owner may write it again only once every rank has begun a
+  // step after it last read the block (e.g. the next call's agreement).
+  virtual std::size_t shared_capacity() const { return 0; }
+  virtual uint8_t* shared_block(int k) const {
+    (void)k;
+    return nullptr;
+  }
+
   // True when a data step can fail after a successful agreement (a peer process dies
   // mid-call). The operators then reduce into a staging buffer and write the user's output
   // only after every rank confirmed success, so no output is partly written.

@@ -41,6 +41,15 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
 }
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex words are plain 32-bit words");
 
+// Slots grow in steps of this many bytes (fewer growth steps for sizes that creep up).
+constexpr std::size_t kGrowAlign = std::size_t{64} << 10;
+
+std::string mb_text(std::size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
 std::string seconds_text(Clock::duration d) {
   const double s = std::chrono::duration<double>(d).count();
   char buf[32];
@@ -274,6 +283,96 @@ Status ShmCommunicator::allgather_records(const void* mine, std::size_t bytes, v
   if (Status s = wait_step(g, deadline); !s.ok()) return s;
   for (int k = 0; k < nranks_; ++k) std::memcpy(static_cast<unsigned char*>(all) + k * bytes, control(k).record[g & 1], bytes);
   return release(g);
+}
+
+uint8_t* ShmCommunicator::shared_block(int k) const {
+  if (shared_cap_ == 0) return nullptr;
+  return mapping_.data() + windows_offset(nranks_) + k * window_bytes_ + window_bytes_ - shared_cap_;
+}
+
+Status ShmCommunicator::grow(std::size_t offset, std::size_t len, bool* no_space) {
+  if (grown_bytes_ + len > limit_for_test_) {
+    *no_space = true;
+    return Status::Error(StatusCode::InnerError, "shared memory: no room in /dev/shm (test limit)");
+  }
+  Status s = mapping_.allocate(windows_offset(nranks_) + rank_ * window_bytes_ + offset, len, no_space);
+  if (s.ok()) grown_bytes_ += len;
+  return s;
+}
+
+Status ShmCommunicator::reserve(std::size_t slot_need, std::size_t shared_need, Clock::time_point deadline) {
+  if (broken_) return broken_status();
+  const std::size_t half = slot_bytes();
+  slot_need = std::min(round_up(slot_need, kGrowAlign), half);
+  shared_need = round_up(shared_need, kPage);
+  if (shared_need > half - std::max(slot_need, slot_cap_)) shared_need = 0;  // does not fit beside the slots
+  if (slot_need <= slot_cap_ && shared_need <= shared_cap_) return Status::Ok();
+
+  // Every rank takes this branch (the same arguments and agreed capacities on every rank).
+  const std::size_t slot_target = std::max(slot_need, slot_cap_);
+  const std::size_t shared_target = std::max(shared_need, std::min(shared_cap_, half - slot_target));
+  bool no_space = false;
+  std::string why;
+  std::size_t got_slot = slot_cap_;
+  if (own_slot_ >= slot_target) {
+    got_slot = slot_target;
+  } else {
+    // As much as /dev/shm gives, halving down to what every rank has already.
+    for (std::size_t t = slot_target; t > slot_cap_ && t > own_slot_; t = round_up(t / 2, kGrowAlign)) {
+      Status a;
+      for (int p = 0; p < 2 && a.ok(); ++p) {
+        if (own_ext_[p] >= t) continue;  // a slot may be ahead of the other after a failure
+        a = grow(p * half + own_ext_[p], t - own_ext_[p], &no_space);
+        if (a.ok()) own_ext_[p] = t;
+      }
+      if (a.ok()) {
+        own_slot_ = t;
+        got_slot = t;
+        break;
+      }
+      why = a.message;
+      if (!no_space || t <= kGrowAlign) break;
+    }
+    got_slot = std::max(got_slot, std::min(own_slot_, slot_target));
+  }
+  std::size_t got_shared = std::min(own_shared_, shared_target);
+  if (own_shared_ < shared_target) {
+    Status a = grow(window_bytes_ - shared_target, shared_target - own_shared_, &no_space);
+    if (a.ok()) {
+      own_shared_ = shared_target;
+      got_shared = shared_target;
+    } else {
+      why = a.message;
+    }
+  }
+  got_shared = std::min(got_shared, half - got_slot);
+
+  uint64_t mine[2] = {got_slot, got_shared};
+  std::vector<uint64_t> all(2 * static_cast<std::size_t>(nranks_));
+  if (Status st = allgather_records(mine, sizeof mine, all.data(), deadline); !st.ok()) return st;
+  std::size_t slot = SIZE_MAX, shared = SIZE_MAX;
+  for (int k = 0; k < nranks_; ++k) {
+    slot = std::min<std::size_t>(slot, all[2 * k]);
+    shared = std::min<std::size_t>(shared, all[2 * k + 1]);
+  }
+  slot_cap_ = slot;
+  shared_cap_ = shared;
+  if (slot_cap_ < slot_need && !warned_slot_) {
+    warned_slot_ = true;
+    std::fprintf(stderr,
+                 "qcoll: group '%s' (shm): /dev/shm has no room for %s MB per slot on every rank (%s MB reserved%s%s); "
+                 "data moves in smaller chunks on the shm transport (enlarge /dev/shm, or lower HCCL_BUFFSIZE)\n",
+                 name_.c_str(), mb_text(slot_need).c_str(), mb_text(slot_cap_).c_str(), why.empty() ? "" : "; ",
+                 why.c_str());
+  }
+  if (shared_cap_ < shared_need && !warned_shared_) {
+    warned_shared_ = true;
+    std::fprintf(stderr,
+                 "qcoll: group '%s' (shm): /dev/shm has no room for the %s MB shared result block on every rank%s%s; "
+                 "results are staged in process memory and gathered through the slots (slower)\n",
+                 name_.c_str(), mb_text(shared_need).c_str(), why.empty() ? "" : ": ", why.c_str());
+  }
+  return Status::Ok();
 }
 
 }  // namespace qcoll::comm

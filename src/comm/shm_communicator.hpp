@@ -3,7 +3,10 @@
 // comm/mpi/process_communicator.cpp, or by any other rendezvous).
 //
 // Segment: a header, one control block per rank (step counters, pid, state, two records)
-// and one window of HCCL_BUFFSIZE MB per rank, split into two slots. The step primitives of
+// and one window of HCCL_BUFFSIZE MB per rank, split into two slots. The windows are sparse:
+// only the header and control blocks are reserved in /dev/shm at creation; reserve() grows
+// each slot from its start, and a shared block at the end of the window (slot 1's half), as
+// the calls need them. The step primitives of
 // communicator.hpp, for step g (numbered identically on all ranks; slot g % 2):
 //   begin_step:  waits until every rank has released step g-2 (consumed[k] >= g - 1), whose
 //                slot this rank is about to overwrite; fails at once if a peer is marked failed;
@@ -38,6 +41,9 @@ class ShmCommunicator final : public Communicator {
  public:
   // Bytes of the segment for `nranks` ranks with `window_bytes` per rank.
   static std::size_t segment_bytes(int nranks, std::size_t window_bytes);
+  // Bytes at the start of the segment (header, control blocks) that must be reserved in
+  // /dev/shm at creation; the windows are reserved as the calls need them (reserve()).
+  static std::size_t control_bytes(int nranks) { return windows_offset(nranks); }
   // Called once by the creator on the zero-filled segment, before any rank attaches.
   static void init_segment(unsigned char* base, int nranks, std::size_t window_bytes);
 
@@ -61,12 +67,21 @@ class ShmCommunicator final : public Communicator {
   PartView view(Step s, int src) const override;
   Status release(Step s) override;
 
+  Status reserve(std::size_t slot_bytes, std::size_t shared_bytes, Clock::time_point deadline) override;
+  std::size_t slot_capacity() const override { return slot_cap_; }
+  std::size_t shared_capacity() const override { return shared_cap_; }
+  uint8_t* shared_block(int k) const override;
+
   bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return !broken_; }
   std::string broken_reason() const override { return broken_reason_; }
 
   // For tests: pretend this process died (stop without marking the segment).
   void abandon_for_test() { abandoned_ = true; }
+  // For tests: growing this rank's window beyond `bytes` in all fails as if /dev/shm were full.
+  void limit_window_for_test(std::size_t bytes) { limit_for_test_ = bytes; }
+  // Bytes of this rank's window reserved now (both slots and the shared block).
+  std::size_t reserved_bytes() const { return 2 * own_slot_ + own_shared_; }
 
  private:
   struct alignas(128) RankControl {
@@ -108,6 +123,8 @@ class ShmCommunicator final : public Communicator {
   Status wait_all(const Pred& pred, Clock::time_point deadline, const char* what);
   Status peer_gone(int k) const;  // RUNTIME_ERROR if rank k left, failed or died; else Ok
   Status peer_failed(int k) const;  // RUNTIME_ERROR if rank k is marked failed; else Ok
+  // Reserves [offset, offset + len) of this rank's window (offsets from its start).
+  Status grow(std::size_t offset, std::size_t len, bool* no_space);
   // Marks this rank failed (why: kFailure*) and the communicator broken.
   Status fail(Status s, uint32_t why = kFailureOther);
   Status broken_status() const;
@@ -124,6 +141,12 @@ class ShmCommunicator final : public Communicator {
   std::string broken_reason_;
   uint64_t next_step_ = 0;
   StepInfo steps_[2];  // by parity
+  // Window memory (reserve): every slot's first slot_cap_ bytes and the last shared_cap_
+  // bytes of the window are reserved on every rank (agreed); own_* is what this rank has.
+  std::size_t slot_cap_ = 0, shared_cap_ = 0, own_slot_ = 0, own_shared_ = 0;
+  std::size_t own_ext_[2] = {0, 0};  // reserved prefix of each slot (own_slot_: the smaller)
+  std::size_t limit_for_test_ = SIZE_MAX, grown_bytes_ = 0;
+  bool warned_slot_ = false, warned_shared_ = false;
 };
 
 }  // namespace qcoll::comm

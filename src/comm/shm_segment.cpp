@@ -18,28 +18,51 @@ Status sys_error(const std::string& what, int err) {
   return Status::Error(StatusCode::InnerError, what + ": " + std::strerror(err));
 }
 
+// On success the mapping owns fd.
 Status map_fd(int fd, std::size_t bytes, ShmMapping& out) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return sys_error("shared memory: mmap of " + std::to_string(bytes) + " bytes", errno);
-  out = ShmMapping(p, bytes);
+  out = ShmMapping(p, bytes, fd);
   return Status::Ok();
 }
 
+std::string mb_text(std::size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20); }
+
 }  // namespace
 
-ShmMapping::ShmMapping(ShmMapping&& o) noexcept : base_(std::exchange(o.base_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+ShmMapping::ShmMapping(ShmMapping&& o) noexcept
+    : base_(std::exchange(o.base_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), fd_(std::exchange(o.fd_, -1)) {}
 
 ShmMapping& ShmMapping::operator=(ShmMapping&& o) noexcept {
   if (this != &o) {
     if (base_ != nullptr) munmap(base_, bytes_);
+    if (fd_ >= 0) close(fd_);
     base_ = std::exchange(o.base_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    fd_ = std::exchange(o.fd_, -1);
   }
   return *this;
 }
 
 ShmMapping::~ShmMapping() {
   if (base_ != nullptr) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+Status ShmMapping::allocate(std::size_t offset, std::size_t len, bool* no_space) const {
+  if (no_space) *no_space = false;
+  if (fd_ < 0 || len == 0) return Status::Ok();
+  const int rc = posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(len));
+  if (rc == 0) return Status::Ok();
+  if (no_space) *no_space = rc == ENOSPC;
+  return Status::Error(StatusCode::InnerError, "shared memory: cannot reserve " + mb_text(len) +
+                                                   " MB more in /dev/shm (" + std::strerror(rc) + ")");
+}
+
+std::size_t ShmMapping::allocated_bytes() const {
+  struct stat st {};
+  if (fd_ < 0 || fstat(fd_, &st) != 0) return 0;
+  return static_cast<std::size_t>(st.st_blocks) * 512;
 }
 
 Status random_bytes(unsigned char* out, std::size_t n) {
@@ -74,7 +97,9 @@ Status random_shm_name(std::string& name) {
   return Status::Ok();
 }
 
-Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out, bool* no_space) {
+Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out, bool* no_space,
+                  std::size_t reserve_bytes) {
+  const std::size_t reserve = reserve_bytes < bytes ? reserve_bytes : bytes;
   if (no_space) *no_space = false;
   const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
   if (fd < 0) return sys_error("shared memory: shm_open(" + name + ", O_CREAT|O_EXCL, 0600)", errno);
@@ -83,16 +108,18 @@ Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out, b
     s = sys_error("shared memory: fchmod 0600", errno);
   } else if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     s = sys_error("shared memory: ftruncate to " + std::to_string(bytes) + " bytes", errno);
-  } else if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+  } else if (const int rc = reserve > 0 ? posix_fallocate(fd, 0, static_cast<off_t>(reserve)) : 0; rc != 0) {
     if (no_space) *no_space = rc == ENOSPC;
     s = Status::Error(StatusCode::InnerError,
-                      "shared memory: cannot reserve " + std::to_string(bytes >> 20) + " MB in /dev/shm (" +
+                      "shared memory: cannot reserve " + mb_text(reserve) + " MB in /dev/shm (" +
                           std::strerror(rc) + "); lower HCCL_BUFFSIZE (MB per rank) or enlarge /dev/shm");
   } else {
     s = map_fd(fd, bytes, out);
   }
-  close(fd);
-  if (!s.ok()) unlink_shm(name);
+  if (!s.ok()) {
+    close(fd);
+    unlink_shm(name);
+  }
   return s;
 }
 
@@ -109,7 +136,7 @@ Status open_shm(const std::string& name, std::size_t bytes, ShmMapping& out) {
   } else {
     s = map_fd(fd, bytes, out);
   }
-  close(fd);
+  if (!s.ok()) close(fd);
   return s;
 }
 

@@ -10,7 +10,9 @@ Status create_segment(int nranks, std::size_t window_bytes, ShmSegment& out, boo
   if (no_space) *no_space = false;
   Status s = random_shm_name(out.name);
   if (!s.ok()) return s;
-  s = create_shm(out.name, ShmCommunicator::segment_bytes(nranks, window_bytes), out.mapping, no_space);
+  // Sparse: only the control blocks are reserved now, the windows as the calls need them.
+  s = create_shm(out.name, ShmCommunicator::segment_bytes(nranks, window_bytes), out.mapping, no_space,
+                 ShmCommunicator::control_bytes(nranks));
   if (!s.ok()) return s;
   ShmCommunicator::init_segment(out.mapping.data(), nranks, window_bytes);
   return Status::Ok();

@@ -95,14 +95,16 @@ void Executor::report_failure(StatusCode code) {
 
 void Executor::report_not_run() { report_local_failure(*call_.comm, call_.descriptor(), kLocalStatusNotRun); }
 
-Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) {
+comm::ExchangeSpec Executor::exchange_spec() const {
+  comm::ExchangeSpec spec = call_.exchange_spec();
+  if (call_.fused()) spec.max_rows = fused_chunk_rows(spec, call_.comm->size());
+  return spec;
+}
+
+Status Executor::reduce_scatter(uint8_t* mine, const comm::ExchangeSpec& spec, comm::Clock::time_point deadline) {
   comm::Communicator& c = *call_.comm;
   const std::size_t H = call_.H;
   const std::size_t osz = call_.out_elem_bytes();
-  const std::size_t block_bytes = call_.rows_per_rank() * H * osz;
-  // QuantAllReduce reduces into its own row block of the full output.
-  uint8_t* mine = contract::is_all_reduce(call_.op) ? dst + static_cast<std::size_t>(c.rank()) * block_bytes
-                                                     : dst;
   const int n = c.size();
   const ValidatedCall& vc = call_;
   const int threads = rank_threads(c.local_size());
@@ -134,7 +136,7 @@ Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) 
     }
   };
   // The outcome agreement that follows drains the inputs (comm::exchange): no drain here.
-  if (!call_.fused()) return comm::exchange(c, call_.exchange_spec(), consume, deadline, nullptr, /*drain=*/false);
+  if (!call_.fused()) return comm::exchange(c, spec, consume, deadline, nullptr, /*drain=*/false);
 
   // Fused: the rows for each destination are quantized straight into the transport's part
   // (window slot, send buffer, or on threads a slot buffer the peers read), one chunk at a
@@ -147,8 +149,6 @@ Status Executor::reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline) 
   quantize.H = H;
   quantize.threads = threads;
   const std::size_t rpr = vc.rows_per_rank(), in_row = quantize.in_row_bytes();
-  comm::ExchangeSpec spec = vc.exchange_spec();
-  spec.max_rows = fused_chunk_rows(spec, n);
   const comm::RowProducer produce = [&vc, &quantize, rpr, in_row](int dest, std::size_t row0, std::size_t rows,
                                                                   const comm::PartRegion& part) -> Status {
     try {
@@ -217,21 +217,44 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
     return Status::Error(agree.code, prefixed(op, agree.message));
 
   const bool staged = c.may_fail_mid_call();
+  const bool all_reduce = contract::is_all_reduce(op);
   const std::size_t block_bytes = call_.rows_per_rank() * call_.H * call_.out_elem_bytes();
-  uint8_t* dst = staged ? static_cast<uint8_t*>(workspace) : call_.out;
-  st = reduce_scatter(dst, deadline);
+  const std::size_t my_offset = all_reduce ? static_cast<std::size_t>(c.rank()) * block_bytes : 0;
+  const comm::ExchangeSpec spec = exchange_spec();
   auto failed = [&](const Status& s) { return Status::Error(s.code, prefixed(op, s.message)); };
   auto broken = [&](const Status& s) {
     return Status::Error(s.ok() ? StatusCode::RuntimeError : s.code, prefixed(op, s.ok() ? c.broken_reason() : s.message));
   };
+
+  // QuantAllReduce where the transport has shared blocks (shm): reduce straight into this
+  // rank's shared block, agree on the outcome, then every rank gathers every block from the
+  // peers' windows into its output. No staging copy and no all-gather step: the
+  // all-or-nothing rule costs nothing (the blocks are read only after every rank succeeded).
+  uint8_t* shared = nullptr;
+  if (staged && all_reduce && block_bytes > 0) {
+    st = comm::reserve_for_exchange(c, spec, block_bytes, deadline);
+    if (!st.ok()) return c.usable() ? failed(st) : broken(st);
+    if (c.shared_capacity() >= block_bytes) shared = c.shared_block(c.rank());
+  }
+  uint8_t* dst = staged ? static_cast<uint8_t*>(workspace) : call_.out;
+  st = reduce_scatter(shared != nullptr ? shared : dst + my_offset, spec, deadline);
   if (!c.usable()) return broken(st);
+
+  if (shared != nullptr) {
+    st = agree_outcome(st, deadline, "output left untouched");
+    if (!st.ok()) return failed(st);
+    const int n = c.size();
+    for (int k = 0; k < n; ++k)
+      std::memcpy(call_.out + static_cast<std::size_t>(k) * block_bytes, c.shared_block(k), block_bytes);
+    return Status::Ok();
+  }
 
   if (!staged) {
     // Written in place: agree on the outcome before the all-gather, so that a rank whose
     // reduction failed fails every rank and no rank gathers its block.
     st = agree_outcome(st, deadline, "the output, written in place on this transport, is not valid");
     if (!st.ok()) return failed(st);
-    if (contract::is_all_reduce(op)) {
+    if (all_reduce) {
       if (st = comm::allgather_blocks(c, dst, block_bytes, deadline); !st.ok()) return failed(st);
     }
     return Status::Ok();
@@ -239,7 +262,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
 
   // Staged: compute into the workspace, agree on the outcome, then publish to the output.
   // (A rank whose reduction failed still takes part in the all-gather: its peers are in it.)
-  if (contract::is_all_reduce(op)) {
+  if (all_reduce) {
     Status gathered = comm::allgather_blocks(c, dst, block_bytes, deadline);
     if (st.ok()) st = gathered;
   }

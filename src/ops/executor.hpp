@@ -13,8 +13,9 @@
 // exchange completes its protocol with the peers. QuantAllReduce reduce-scatters into its
 // own row block of the output, then all-gathers the blocks in place. A second agreement
 // (the outcome) tells every rank whether every rank's reduction succeeded: when the
-// transport may fail mid-call, the result is staged in the workspace and copied to the
-// output only after it; otherwise (threads: the output is written in place, no workspace)
+// transport may fail mid-call, the result is staged (QuantAllReduce on shm: in the rank's
+// shared block of the window, from which every rank copies every block into its output
+// after the outcome; otherwise in the workspace) and reaches the output only after it; otherwise (threads: the output is written in place, no workspace)
 // it comes before the all-gather, and a failure on one rank fails every rank.
 #pragma once
 #include <cstdint>
@@ -47,9 +48,12 @@ class Executor {
 
  private:
   explicit Executor(ValidatedCall c);
-  // The reduce-scatter into `dst` (the user's output or the staging workspace; for
-  // QuantAllReduce its own row block of it). Exceptions of the reduction become the status.
-  Status reduce_scatter(uint8_t* dst, comm::Clock::time_point deadline);
+  // The exchange spec of this call (fused: with its chunk rows).
+  comm::ExchangeSpec exchange_spec() const;
+  // The reduce-scatter of `spec` into `mine` (this rank's row block: of the user's output, of
+  // the staging workspace, or the transport's shared block). Exceptions of the reduction
+  // become the status.
+  Status reduce_scatter(uint8_t* mine, const comm::ExchangeSpec& spec, comm::Clock::time_point deadline);
   // The outcome agreement: every rank's status of the data movement; RUNTIME_ERROR naming
   // the first rank that failed (`mine` failed: mine, prefixed).
   Status agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence);
