@@ -125,6 +125,9 @@ const std::vector<Case>& cases() {
       {"X1D", [](Call& c) { c.xshape = {8192}; }, QCOLL_PARAM_INVALID, "x", {"1-D", "[8192]"}},
       {"X4D", [](Call& c) { c.xshape = {2, 2, 2, 1024}; }, QCOLL_PARAM_INVALID, "x", {"4-D"}},
       {"XZeroDim", [](Call& c) { c.xshape = {0, 1024}; }, QCOLL_PARAM_INVALID, "x", {"empty", "[0, 1024]"}},
+      // An empty tensor is PARAM_INVALID even when its data pointer is null (nothing to point at).
+      {"XZeroDimNullData", [](Call& c) { c.xshape = {0, 1024}; c.null_xdata = true; }, QCOLL_PARAM_INVALID, "x",
+       {"empty", "[0, 1024]"}},
       // Rule 6
       {"RowsNotMultiple", [](Call& c) { c.xshape = {6, 1024}; }, QCOLL_PARAM_INVALID, "x", {"BS", "6", "4"}},
       {"RowsNotMultiple3D", [](Call& c) { c.xshape = {2, 3, 1024}; }, QCOLL_PARAM_INVALID, "x", {"B*S", "6"}},

@@ -33,6 +33,13 @@ std::string rank_count_list() {
   return s;
 }
 
+// A tensor with a dimension 0 holds no element.
+bool is_empty(const TensorDesc& t) {
+  for (int64_t d : t.dims)
+    if (d == 0) return true;
+  return false;
+}
+
 // Rule 10 for one tensor.
 Status check_layout(const char* param, const TensorDesc& t) {
   if (t.format != kFormatND)
@@ -106,9 +113,13 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
     return nullptr_error("scales", "must not be null");
   }
   if (req.output == nullptr) return nullptr_error("output", "must not be null");
-  if (req.x->data == nullptr) return nullptr_error(xp, "data pointer must not be null");
-  if (!fused && req.scales->data == nullptr) return nullptr_error("scales", "data pointer must not be null");
-  if (req.output->data == nullptr) return nullptr_error("output", "data pointer must not be null");
+  // A data pointer matters only for a tensor that holds elements: an empty tensor (a
+  // dimension 0) is PARAM_INVALID by the shape rules (5, 8, 9) whatever its data pointer.
+  if (req.x->data == nullptr && !is_empty(*req.x)) return nullptr_error(xp, "data pointer must not be null");
+  if (!fused && req.scales->data == nullptr && !is_empty(*req.scales))
+    return nullptr_error("scales", "data pointer must not be null");
+  if (req.output->data == nullptr && !is_empty(*req.output))
+    return nullptr_error("output", "data pointer must not be null");
   if (!req.has_workspace_size_out) return nullptr_error("workspaceSize", "must not be null");
   if (!req.has_executor_out) return nullptr_error("executor", "must not be null");
   const TensorDesc& x = *req.x;
