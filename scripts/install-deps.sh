@@ -29,3 +29,11 @@ if ((${#missing_py[@]})); then
   echo "install-deps: pip installing ${missing_py[*]}"
   PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check "${missing_py[@]}"
 fi
+
+# torch, for the qcoll.torch tests and examples/torch_ddp.py (they run on CPU, gloo; the
+# default PyPI wheel: about 1 minute and 5 GB). QCOLL_SKIP_TORCH=1 skips it; the torch tests
+# then skip.
+if [ "${QCOLL_SKIP_TORCH:-0}" != "1" ] && ! "$PYTHON" -c "import torch" 2>/dev/null; then
+  echo "install-deps: pip installing torch (QCOLL_SKIP_TORCH=1 skips it)"
+  PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check torch
+fi

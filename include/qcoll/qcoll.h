@@ -137,6 +137,41 @@ qcollStatus qcollStreamSynchronizeEx(qcollStream stream, int32_t timeoutMs, int3
  * reported (the stream is released either way). NULL is accepted. */
 qcollStatus qcollStreamDestroy(qcollStream stream);
 
+/* ---- Communicators over the caller's own collectives ----------------------------------
+ * For a program that already has a communication library (torch.distributed, gloo, ...):
+ * the bytes move through two functions the caller supplies, each collective over the
+ * caller's group of nranks processes; qcoll agrees on the call, sums with its own kernels
+ * and stages the output, so the operators give the same bits as on every other transport.
+ *
+ *   allGather(ctx, send, recv, bytes, ...)  send: `bytes` bytes; recv: nranks * bytes, the
+ *                                           ranks' contributions in rank order
+ *   allToAll(ctx, send, recv, bytes, ...)   send: nranks parts of `bytes`, part k for rank k;
+ *                                           recv: nranks parts, part k from rank k
+ *
+ * `timeoutMs` (>= 1) is how long the call may wait for its peers (what is left of
+ * QCOLL_TIMEOUT_S). On failure a function returns non-zero and may write a NUL-terminated
+ * message of at most errBytes bytes to err; the operator then returns QCOLL_RUNTIME_ERROR
+ * with it, and the communicator is broken (every later call fails: destroy it). The
+ * buffers are the communicator's own, never the user's tensors; after a failure they stay
+ * allocated for the life of the process. Every rank makes the same calls in the same order
+ * (operators on one communicator from one thread at a time).
+ */
+typedef struct {
+  void *ctx;
+  qcollStatus (*allGather)(void *ctx, const void *send, void *recv, uint64_t bytes, int64_t timeoutMs,
+                           char *err, uint64_t errBytes);
+  qcollStatus (*allToAll)(void *ctx, const void *send, void *recv, uint64_t bytes, int64_t timeoutMs,
+                          char *err, uint64_t errBytes);
+  void (*release)(void *ctx); /* called once when the communicator is gone; may be NULL */
+} qcollCollectives;
+
+/* Rank `rank` of `nranks` (1..1024): registers `name` for the calling process (the operators
+ * accept it as their `group`). Local: nothing is sent. The functions are copied; on failure
+ * `release` is not called. Destroyed by qcollCommDestroy (which calls `release` once no
+ * operator uses the communicator any more); qcollCommRank/Size/Name apply. */
+qcollStatus qcollCommInitExternal(const char *name, int32_t nranks, int32_t rank,
+                                  const qcollCollectives *collectives, qcollComm **comm);
+
 /* ---- Operators (contract.md §api) ----------------------------------------------------- */
 qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales,
                                                     const char *group, const char *reduceOp,

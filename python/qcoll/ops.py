@@ -12,7 +12,7 @@ import numpy as np
 from . import _core
 from ._arrays import Bits, bits_of, input_dtype, result
 from ._dtypes import DType, optional_dtype
-from .errors import invalid
+from .errors import Error, invalid
 from .groups import group_name
 from .streams import Stream, Work
 
@@ -25,13 +25,42 @@ def _input(a: Any, explicit: Any, param: str, hint: str) -> tuple[Optional[Bits]
     return b, int(input_dtype(b, explicit, f"{param}_dtype", param, hint))
 
 
+def abstain(which: str, name: str) -> None:
+    """Takes part in a call on group ``name`` as a rank whose call is invalid (a null
+    reduceOp: PARAM_INVALID in phase one), so that the peers fail at once, naming this rank,
+    instead of waiting for the timeout. For a rank that fails before reaching the operator."""
+    fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
+    one = np.zeros(1, np.float32)
+    try:
+        fn(one.view(np.int8)[:1], int(DType.INT8), one, int(DType.FLOAT), name, None, one, int(DType.FLOAT))
+    except Error:
+        pass
+
+
+def _checked(which: str, name: Optional[str], stream, check):
+    """``check()``, the Python-side argument checks of a call on group ``name``; on a failure
+    this rank still takes part in the call (the peers then fail at once), then reports why.
+    (Not for a call meant for a stream: a call made now would overtake the enqueued ones.)"""
+    try:
+        if stream is not None:
+            _check_stream(stream)
+        return check()
+    except Error:
+        if stream is None and name is not None and _core.resolve_group(name) is not None:
+            abstain(which, name)
+        raise
+
+
 def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype, stream=None):
-    xb, xt = _input(x, x_dtype, "x", "e.g. 'hifloat8'")
-    sb, st = _input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'")
-    ot = optional_dtype(output_dtype, "output_dtype")
+    name = group_name(group)
+
+    def check():
+        return (*_input(x, x_dtype, "x", "e.g. 'hifloat8'"), *_input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'"),
+                optional_dtype(output_dtype, "output_dtype"))
+
+    xb, xt, sb, st, ot = _checked(which, name, stream, check)
     if ot is None:
         ot = DType.BFLOAT16  # the vendor's default
-    name = group_name(group)
     out = _output(which, xb, name, ot)
     fn = _core.quant_reduce_scatter if which == "rs" else _core.quant_all_reduce
     xr = None if xb is None else xb.raw
@@ -39,7 +68,6 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
     if stream is None:
         fn(xr, xt, sr, st, name, reduce_op, out, int(ot))
         return result(out, ot, xb is not None and xb.is_torch)
-    _check_stream(stream)
     # Enqueued: the stream keeps x, scales and out alive until a synchronize covered the call.
     fn(xr, xt, sr, st, name, reduce_op, out, int(ot), stream._s, (x, scales, xr, sr, out))
     return Work(stream, result(out, ot, xb is not None and xb.is_torch))
@@ -66,16 +94,19 @@ def _check_stream(stream) -> None:
 
 
 def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target, stream=None):
-    xb = None if x is None else bits_of(x, "x")
-    if xb is not None and xb.dtype is None:
-        raise invalid(f"x: must hold float32, float16 or bfloat16 values, got raw {xb.raw.dtype} codes")
-    if not isinstance(mode, str):
-        raise invalid(f"mode: must be a string ({', '.join(_core.quant_mode_names())}), got {mode!r}")
-    x_dtype, scales_dtype = _core.quant_mode(mode)
-    ot = optional_dtype(output_dtype, "output_dtype")
+    name = group_name(group)
+
+    def check():
+        xb = None if x is None else bits_of(x, "x")
+        if xb is not None and xb.dtype is None:
+            raise invalid(f"x: must hold float32, float16 or bfloat16 values, got raw {xb.raw.dtype} codes")
+        if not isinstance(mode, str):
+            raise invalid(f"mode: must be a string ({', '.join(_core.quant_mode_names())}), got {mode!r}")
+        return (xb, *_core.quant_mode(mode), optional_dtype(output_dtype, "output_dtype"))
+
+    xb, x_dtype, scales_dtype, ot = _checked(which, name, stream, check)
     if ot is None:
         ot = DType.BFLOAT16  # the vendor's default
-    name = group_name(group)
     out = _output(which, xb, name, ot)
     fn = _core.quantize_reduce_scatter if which == "rs" else _core.quantize_all_reduce
     xr = None if xb is None else xb.raw
@@ -84,7 +115,6 @@ def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target,
     if stream is None:
         fn(*args)
         return result(out, ot, xb is not None and xb.is_torch)
-    _check_stream(stream)
     fn(*args, stream._s, (x, xr, out))
     return Work(stream, result(out, ot, xb is not None and xb.is_torch))
 

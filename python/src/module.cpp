@@ -11,6 +11,7 @@ NB_MODULE(_core, m) {
   bind_comm(m);  // before bind_ops: the operators take a Stream
   bind_ops(m);
   bind_contract(m);
+  bind_external(m);
 #ifdef QCOLL_PY_HAVE_MPI
   bind_mpi(m);
   m.attr("has_mpi") = true;

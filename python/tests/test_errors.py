@@ -1,6 +1,8 @@
 """Bad input raises qcoll.Error with the contract.md §status code and a message that names the
 parameter; a rule broken on one rank makes every rank fail, none hangs."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -122,6 +124,15 @@ def test_rule_broken_on_one_rank_fails_every_rank():
         x, s, g, reduce_op="sum" if r == 0 else "max"))
     assert errs[1].status == 161002
     assert errs[0].status == 361001 and isinstance(errs[0], qcoll.CommunicationError)
+
+
+def test_python_side_error_on_one_rank_fails_every_rank_at_once():
+    x, s = kg_inputs()
+    t0 = time.monotonic()
+    errs = on_two_ranks(lambda r, g: qcoll.quant_all_reduce(x.view(np.uint8) if r == 1 else x, s, g))
+    assert isinstance(errs[1], qcoll.InvalidParameterError) and "x_dtype" in errs[1].message, errs
+    assert isinstance(errs[0], qcoll.CommunicationError) and "rank 1" in errs[0].message, errs
+    assert time.monotonic() - t0 < 20  # the agreement, not QCOLL_TIMEOUT_S (60 s)
 
 
 def test_ranks_disagreeing_on_shape_fail_every_rank():

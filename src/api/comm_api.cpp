@@ -10,13 +10,6 @@
 static_assert(sizeof(qcollUniqueId) == qcoll::comm::bootstrap::kIdBytes, "qcollUniqueId is the id's bytes");
 static_assert(QCOLL_UNIQUE_ID_HEX_CHARS == 2 * qcoll::comm::bootstrap::kIdBytes, "two hex digits per byte");
 
-struct qcollComm {
-  std::shared_ptr<qcoll::comm::Communicator> impl;
-  bool per_thread = false;  // registered for `owner` only (several ranks in this process)
-  std::thread::id owner;
-  std::weak_ptr<const char> owner_alive;  // expires when the owner thread exits
-};
-
 namespace {
 
 // Lives as long as the calling thread (and its registrations).

@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "comm/thread_group.hpp"
 #include "ops/executor.hpp"
@@ -24,6 +25,15 @@ struct qcollOpExecutor {
 
 struct qcollThreadGroup {
   std::unique_ptr<qcoll::comm::ThreadGroup> impl;
+};
+
+// A communicator of one rank per process (qcollCommInitRank, qcollCommInitExternal), or of
+// several ranks that are threads of one process (qcollCommInitRank).
+struct qcollComm {
+  std::shared_ptr<qcoll::comm::Communicator> impl;
+  bool per_thread = false;  // registered for `owner` only (several ranks in this process)
+  std::thread::id owner;
+  std::weak_ptr<const char> owner_alive;  // expires when the owner thread exits
 };
 
 namespace qcoll::api {

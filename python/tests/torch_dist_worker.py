@@ -1,0 +1,299 @@
+"""One rank of the qcoll.torch tests, run by test_torch_dist.py under torchrun (or mpirun).
+
+Every check compares with the thread transport in this process: each rank makes every
+rank's inputs (seeded by rank), runs the operator on qcoll.run_ranks threads, and keeps its
+own rank's result as the expected bits. Prints "rank R: CHECK ok" per check and
+"rank R: all N checks ok on PATHS" at the end; any failure raises (non-zero exit).
+
+    python -m torch.distributed.run --standalone --nproc_per_node 2 torch_dist_worker.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+import qcoll
+import qcoll.torch as qt
+
+H = 1024
+KG = [("int8", "float"), ("hifloat8", "float"), ("float8_e4m3fn", "float"), ("float8_e5m2", "float")]
+MX = [("float8_e4m3fn", "float8_e8m0"), ("float8_e5m2", "float8_e8m0")]
+OUTS = [torch.float32, torch.float16, torch.bfloat16]
+TORCH_X = {"int8": torch.int8, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+checks = []
+
+
+def ok(name: str) -> None:
+    checks.append(name)
+    print(f"rank {dist.get_rank()}: {name} ok", flush=True)
+
+
+def inputs(k: int, xd: str, sd: str, shape):
+    """Rank k's quantized inputs: random codes without NaN, finite scales (torch tensors)."""
+    g = np.random.default_rng(1000 + 17 * k + len(xd) * 3 + len(sd))
+    codes = g.integers(0, 256, size=shape, dtype=np.uint8)
+    nan = {"int8": [], "hifloat8": [0x80], "float8_e4m3fn": [0x7F, 0xFF],
+           "float8_e5m2": [0x7D, 0x7E, 0x7F, 0xFD, 0xFE, 0xFF]}[xd]
+    codes[np.isin(codes, nan)] = 0x01
+    x = torch.from_numpy(codes)
+    if xd in TORCH_X:
+        x = x.view(TORCH_X[xd])
+    lead = tuple(shape[:-1])
+    if sd == "float":
+        s = torch.from_numpy((g.random(lead + (shape[-1] // 128,)) * 2.0 ** g.integers(-8, 9, lead + (shape[-1] // 128,)))
+                             .astype(np.float32))
+    else:
+        s = torch.from_numpy(g.integers(120, 135, size=lead + (shape[-1] // 64, 2), dtype=np.uint8)).view(
+            torch.float8_e8m0fnu)
+    return x, s
+
+
+def floats(k: int, shape, dtype=torch.float32):
+    g = torch.Generator().manual_seed(500 + k)
+    return (torch.randn(shape, generator=g) * (1 + k)).to(dtype)
+
+
+def thread_result(n: int, fn):
+    """fn(k, thread_group) on n thread ranks; this process's rank's result."""
+    return qcoll.run_ranks(n, fn)[dist.get_rank()]
+
+
+def same_bits(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype, got.shape, want.shape)
+    iv = {4: torch.int32, 2: torch.int16, 1: torch.uint8}[got.element_size()]
+    if not torch.equal(got.view(iv), want.view(iv)):
+        bad = (got.view(iv) != want.view(iv)).nonzero()[:4].tolist()
+        raise AssertionError(f"{what}: bits differ at {bad}")
+
+
+def check_bits(group, path: str, quick: bool) -> None:
+    """Every operator, mode and output dtype: same bits as the thread transport."""
+    n = dist.get_world_size(group)
+    me = dist.get_rank(group)
+    modes = KG + MX if not quick else [KG[0], MX[0]]
+    outs = OUTS if not quick else [torch.bfloat16]
+    shape = (2 * n, H)
+    for xd, sd in modes:
+        kw = {"x_dtype": "hifloat8"} if xd == "hifloat8" else {}
+        ins = [inputs(k, xd, sd, shape) for k in range(n)]
+        for od in outs:
+            for name, fn, tfn in (("quant_reduce_scatter", qt.quant_reduce_scatter, qcoll.quant_reduce_scatter),
+                                  ("quant_all_reduce", qt.quant_all_reduce, qcoll.quant_all_reduce)):
+                got = fn(*ins[me], group, output_dtype=od, **kw)
+                want = qcoll.run_ranks(n, lambda k, g: tfn(*ins[k], g, output_dtype=od, **kw))[me]
+                same_bits(got, want, f"{path} {name} {xd}/{sd} -> {od}")
+    ok(f"{path}: quantized operators, {len(modes)} modes x {len(outs)} output dtypes, bit-identical")
+
+    # 3-D x, and the default output dtype (bfloat16).
+    x, s = inputs(me, "float8_e4m3fn", "float", (2, n, H))
+    got = qt.quant_all_reduce(x, s, group)
+    ins = [inputs(k, "float8_e4m3fn", "float", (2, n, H)) for k in range(n)]
+    want = qcoll.run_ranks(n, lambda k, g: qcoll.quant_all_reduce(*ins[k], g))[me]
+    same_bits(got, want, f"{path} 3-D all-reduce")
+    assert got.shape == (2, n, H) and got.dtype == torch.bfloat16
+    ok(f"{path}: 3-D x, default bfloat16 output")
+
+    # Float in: quantize in the mode, then the quantized operator (the thread reference
+    # does the same with the public quantizers).
+    fmodes = list(qt.MODES) if not quick else ["kg-int8", "mx-e4m3"]
+    for mode in fmodes:
+        xd, sd = qt.MODES[mode]
+        quantize = (lambda v: qcoll.quantize_mx(v, xd)) if sd == "float8_e8m0" else (lambda v: qcoll.quantize_kg(v, xd))
+        kw = {"x_dtype": xd, "scales_dtype": sd}
+        for in_dtype, od in ((torch.float32, None), (torch.bfloat16, None), (torch.float32, torch.float16)):
+            xs = [floats(k, shape, in_dtype) for k in range(n)]
+            want_od = in_dtype if od is None else od
+            for fn, tfn in ((qt.reduce_scatter, qcoll.quant_reduce_scatter), (qt.all_reduce, qcoll.quant_all_reduce)):
+                got = fn(xs[me], group, mode=mode, output_dtype=od)
+                want = qcoll.run_ranks(n, lambda k, g: tfn(*quantize(xs[k]), g, output_dtype=want_od, **kw))[me]
+                same_bits(got, want, f"{path} {fn.__name__} {mode} {in_dtype} -> {want_od}")
+    ok(f"{path}: float-in reduce_scatter / all_reduce, {len(fmodes)} modes, bit-identical")
+
+    # async_op: several calls in flight, results in order and bit-identical.
+    xs = [floats(k, shape) for k in range(n)]
+    works = [qt.all_reduce(xs[me] * (j + 1), group, mode="kg-int8", async_op=True) for j in range(4)]
+    for j, w in enumerate(works):
+        got = w.wait()
+        want = qcoll.run_ranks(n, lambda k, g: qcoll.quant_all_reduce(*qcoll.quantize_kg(xs[k] * (j + 1), "int8"), g,
+                                                                       output_dtype=torch.float32))[me]
+        same_bits(got, want, f"{path} async all_reduce #{j}")
+    fut = qt.reduce_scatter(xs[me], group, async_op=True).get_future()
+    assert fut.wait().shape == (2, H)
+    ok(f"{path}: async_op (4 in flight, then a torch future)")
+
+
+def expect_error(fn, cls, pattern: str, bound_s: float, what: str) -> str:
+    t0 = time.monotonic()
+    try:
+        fn()
+    except cls as e:
+        took = time.monotonic() - t0
+        assert pattern in str(e), f"{what}: {pattern!r} not in {e}"
+        assert took < bound_s, f"{what}: took {took:.1f} s, bound {bound_s} s"
+        print(f"rank {dist.get_rank()}: {what}: {type(e).__name__} after {took:.2f} s: {e}", flush=True)
+        return str(e)
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError(f"{what}: expected {cls.__name__}, got {type(e).__name__}: {e}") from None
+    raise AssertionError(f"{what}: no error")
+
+
+def check_errors(group, path: str) -> None:
+    """Ranks that disagree: every rank fails, quickly and with the rank named."""
+    n = dist.get_world_size(group)
+    me = dist.get_rank(group)
+    last = n - 1
+    bound = 20.0  # well under QCOLL_TIMEOUT_S (60) : the agreement, not a timeout
+    rows = 4 * n if me == last else 2 * n
+    x, s = inputs(me, "int8", "float", (rows, H))
+    expect_error(lambda: qt.quant_reduce_scatter(x, s, group), qcoll.CommunicationError, f"rank {last}", bound,
+                 f"{path}: shapes differ")
+    mode = "mx-e4m3" if me == last else "kg-int8"
+    expect_error(lambda: qt.all_reduce(floats(me, (2 * n, H)), group, mode=mode), qcoll.CommunicationError,
+                 f"rank {last}", bound, f"{path}: modes differ")
+    # A rule broken on one rank only (H not a multiple of 128): that rank PARAM_INVALID, the others fail at once.
+    h = H + 64 if me == last else H
+    cls = qcoll.InvalidParameterError if me == last else qcoll.CommunicationError
+    expect_error(lambda: qt.all_reduce(floats(me, (2 * n, h)), group), cls, "", bound, f"{path}: bad H on one rank")
+    # A Python-side error on one rank (unknown mode): the same.
+    mode = "kg-int4" if me == last else "kg-int8"
+    expect_error(lambda: qt.all_reduce(floats(me, (2 * n, H)), group, mode=mode), cls,
+                 "mode" if me == last else "", bound, f"{path}: unknown mode on one rank")
+    # The group still works after errors that every rank saw in time.
+    got = qt.all_reduce(torch.ones(2 * n, H), group, output_dtype=torch.float32)
+    assert torch.allclose(got, torch.full((2 * n, H), float(n)), rtol=1e-6), got
+    ok(f"{path}: ranks that disagree (shape, mode, H, unknown mode) all fail in < {bound:.0f} s; group usable after")
+
+
+def check_missing_rank(path: str) -> None:
+    """The last rank never calls: the others fail within QCOLL_TIMEOUT_S, and the group is
+    broken for them afterwards (a clear error, at once)."""
+    n = dist.get_world_size()
+    me = dist.get_rank()
+    os.environ["QCOLL_TRANSPORT"] = path
+    g = dist.new_group(list(range(n)))
+    qt.transport(g)  # the communicator, made by every rank
+    os.environ["QCOLL_TIMEOUT_S"] = "3"
+    try:
+        if me != n - 1:
+            expect_error(lambda: qt.all_reduce(floats(me, (2 * n, H)), g), qcoll.CommunicationError, "", 15.0,
+                         f"{path}: missing rank")
+            expect_error(lambda: qt.all_reduce(floats(me, (2 * n, H)), g), qcoll.CommunicationError, "", 2.0,
+                         f"{path}: broken group")
+    finally:
+        os.environ["QCOLL_TIMEOUT_S"] = "60"
+    ok(f"{path}: a missing rank -> CommunicationError within QCOLL_TIMEOUT_S = 3 s, then at once")
+
+
+def check_buckets(seen, mode: str, n: int, me: int) -> None:
+    """seen: each bucket's input and the hook's result, in turn."""
+    xd, sd = qt.MODES[mode]
+    quantize = (lambda v: qcoll.quantize_mx(v, xd)) if sd == "float8_e8m0" else (lambda v: qcoll.quantize_kg(v, xd))
+    for b in range(0, len(seen), 2):
+        mine, got = seen[b], seen[b + 1]
+        every = [torch.empty_like(mine) for _ in range(n)]
+        dist.all_gather(every, mine)
+        numel = mine.numel()
+        rows = qt._padded_rows(numel, n)
+        padded = []
+        for t in every:
+            p = torch.zeros(rows * 1024)
+            p[:numel] = t
+            padded.append(p.view(rows, 1024))
+        want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_all_reduce(*quantize(padded[k]), tg, output_dtype=torch.float32,
+                                                                        x_dtype=xd, scales_dtype=sd))[me]
+        want = want.reshape(-1)[:numel] / n
+        same_bits(got, want, f"ddp hook {mode} bucket {b // 2}")
+        ref = torch.stack(every).mean(0)
+        qerr = sum((qcoll.dequantize(*quantize(p)).reshape(-1)[:numel] - p.reshape(-1)[:numel]).abs()
+                   for p in padded) / n
+        err = (got - ref).abs()
+        slack = 1e-6 * torch.stack(every).abs().mean(0)  # fp32 rounding of the two sums
+        assert torch.all(err <= qerr + slack), (mode, float((err - qerr - slack).max()))
+        assert float(err.max()) > 0, "a quantized average equal to the fp32 one: quantization did not happen"
+
+
+def check_ddp_hook() -> None:
+    """The DDP hook: each bucket's result equals the average of the ranks' quantized buckets
+    (bit for bit: the thread transport on the gathered buckets) and is within the
+    quantization error of the fp32 average."""
+    n = dist.get_world_size()
+    me = dist.get_rank()
+    for mode in ("kg-int8", "mx-e4m3"):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10))
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
+        seen = []
+
+        def hook(state, bucket):
+            seen.append(bucket.buffer().clone())
+            return qt.quant_allreduce_hook(state, bucket).then(lambda f: seen.append(f.value().clone()) or f.value())
+
+        ddp.register_comm_hook(qt.QuantHookState(mode=mode, output_dtype=torch.float32), hook)
+        for step in range(2):  # the second after DDP rebuilt its buckets
+            seen.clear()
+            g = torch.Generator().manual_seed(10 + me + 100 * step)
+            ddp.zero_grad()
+            ddp(torch.randn(32, 64, generator=g)).square().mean().backward()
+            assert len(seen) >= 2 and len(seen) % 2 == 0, len(seen)
+            check_buckets(seen, mode, n, me)
+            for p in ddp.parameters():
+                assert p.grad is not None and torch.isfinite(p.grad).all()
+        # Registered as it is (DDP checks the hook's signature), the same gradients.
+        want = [p.grad.clone() for p in ddp.parameters()]
+        torch.manual_seed(0)
+        plain = torch.nn.parallel.DistributedDataParallel(
+            torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10)), bucket_cap_mb=0.05)
+        plain.register_comm_hook(qt.QuantHookState(mode=mode, output_dtype=torch.float32), qt.quant_allreduce_hook)
+        for step in range(2):
+            g = torch.Generator().manual_seed(10 + me + 100 * step)
+            plain.zero_grad()
+            plain(torch.randn(32, 64, generator=g)).square().mean().backward()
+        for p, w in zip(plain.parameters(), want):
+            same_bits(p.grad, w, f"ddp hook {mode} registered directly")
+    ok("ddp hook: kg-int8 and mx-e4m3, 2 steps: buckets bit-identical to the quantized average, within the "
+       "quantization error of the fp32 average")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer modes (for mpirun)")
+    args = ap.parse_args()
+    qt.init_process_group("gloo")
+    n = dist.get_world_size()
+    paths = []
+    # The group path, forced, on a group of its own; then the default path (shm on one host
+    # when qcoll has the bootstrap) on the world group.
+    os.environ["QCOLL_TRANSPORT"] = "torch"
+    tg = dist.new_group(list(range(n)))
+    assert qt.transport(tg) == "torch"
+    os.environ.pop("QCOLL_TRANSPORT")
+    want_world = "shm" if qt._has_shm_bootstrap() else "torch"
+    assert qt.transport() == want_world, qt.transport()
+    for group, path in ((tg, "torch"), (None, want_world)):
+        if path in paths:
+            continue
+        paths.append(path)
+        check_bits(group, path, args.quick)
+        if not args.quick:
+            check_errors(group, path)
+    if not args.quick:
+        check_ddp_hook()
+        # Last: these leave their group broken.
+        for path in paths:
+            check_missing_rank(path)
+    dist.barrier()
+    print(f"rank {dist.get_rank()}: all {len(checks)} checks ok on {','.join(paths)}", flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # the groups of check_missing_rank have pending collectives: no teardown
+
+
+if __name__ == "__main__":
+    main()
