@@ -30,9 +30,10 @@ if ((${#missing_py[@]})); then
   PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check "${missing_py[@]}"
 fi
 
-# torch, for the qcoll.torch tests and examples/torch_ddp.py (they run on CPU, gloo; the
-# default PyPI wheel: about 1 minute and 5 GB). QCOLL_SKIP_TORCH=1 skips it; the torch tests
-# then skip.
+# torch, for the qcoll.torch tests (python/tests/test_torch_dist.py: torchrun, gloo, CPU)
+# and examples/torch_ddp.py: the default PyPI wheel and its CUDA libraries, about 5 GB
+# (5 min 22 s on the 2-core development machine). QCOLL_SKIP_TORCH=1 skips it; the torch
+# tests then skip.
 if [ "${QCOLL_SKIP_TORCH:-0}" != "1" ] && ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "install-deps: pip installing torch (QCOLL_SKIP_TORCH=1 skips it)"
   PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check torch

@@ -47,10 +47,34 @@ struct Case {
   std::string text() const {
     std::string s = std::string(all_reduce ? "all-reduce " : "reduce-scatter ") + mode.name + " " +
                     std::string(qcoll::dtype_name(in)) + "->" + std::string(qcoll::dtype_name(out)) + " [";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (i) s += ',';
+      s += std::to_string(shape[i]);
+    }
     return s + "] seed " + std::to_string(seed);
   }
 };
+
+// Every mode x input dtype x output dtype x operator (reduce-scatter, then all-reduce), with
+// seeds from `seed` on and the input shape shape_of(case's seed).
+template <class ShapeOf>
+std::vector<Case> every_combination(uint32_t seed, const ShapeOf& shape_of) {
+  std::vector<Case> cases;
+  for (const Mode& m : kModes)
+    for (DType in : kInputs)
+      for (DType out : kOutputs)
+        for (bool ar : {false, true}) {
+          Case c;
+          c.mode = m;
+          c.in = in;
+          c.out = out;
+          c.all_reduce = ar;
+          c.shape = shape_of(seed);
+          c.seed = seed++;
+          cases.push_back(c);
+        }
+  return cases;
+}
 
 // One element's bits in the input dtype (fp32: 32 bits, fp16/bf16: 16) with a biased exponent
 // drawn from [e_lo, e_hi] and random sign and mantissa.

@@ -1,5 +1,6 @@
 // Communicators over the caller's collectives (qcollCommInitExternal): the operators give
-// the same bits as on the thread transport for every mode and output dtype; ranks that
+// the same bits as on the thread transport for every mode and output dtype, the fused
+// operators (float in) for every mode, input and output dtype too; ranks that
 // disagree, a failing or a missing peer's function make every rank fail in bounded time
 // with the output untouched; argument checks; `release` is called once.
 //
@@ -18,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "fused_check.hpp"
+#include "ops/executor.hpp"
 #include "ops_harness.hpp"
 
 using harness::Op;
@@ -154,25 +157,14 @@ struct Outcome {
   std::vector<std::string> message;
 };
 
-Outcome run_ranks(int n, bool ext, Op op, const Combo& c, qcollDataType od, int64_t rows,
-                  const std::vector<std::vector<uint8_t>>& xs, const std::vector<std::vector<uint8_t>>& ss) {
-  Outcome o;
-  o.out.resize(n);
-  o.status.assign(n, -1);
-  o.message.resize(n);
-  const int64_t out_rows = op == Op::ReduceScatter ? rows / n : rows;
-  auto body = [&](int r, const char* group) {
-    o.out[r].assign(static_cast<std::size_t>(out_rows * H) * out_size(od), 0xAB);
-    harness::Tensor tx({rows, H}, c.x, const_cast<uint8_t*>(xs[r].data()));
-    harness::Tensor ts(scales_dims(c, rows), c.s, const_cast<uint8_t*>(ss[r].data()));
-    harness::Tensor to({out_rows, H}, od, o.out[r].data());
-    o.status[r] = harness::call_op(op, tx.get(), ts.get(), group, to.get());
-    o.message[r] = qcollGetRecentErrMsg();
-  };
+// body(rank, group name) on n ranks of the thread transport (ext = false) or of external
+// communicators named base-r<k> (ext = true), one thread per rank.
+template <class Body>
+void on_ranks(int n, bool ext, const Body& body) {
   if (!ext) {
     harness::Group g(n);
     g.run([&](int r) { body(r, g.name()); });
-    return o;
+    return;
   }
   Hub hub(n);
   const std::string base = harness::unique_name("ext");
@@ -188,6 +180,23 @@ Outcome run_ranks(int n, bool ext, Op op, const Combo& c, qcollDataType od, int6
   for (int r = 0; r < n; ++r) ts.emplace_back([&, r] { body(r, comm_name(base, r).c_str()); });
   for (auto& t : ts) t.join();
   for (auto* cm : comms) qcollCommDestroy(cm);
+}
+
+Outcome run_ranks(int n, bool ext, Op op, const Combo& c, qcollDataType od, int64_t rows,
+                  const std::vector<std::vector<uint8_t>>& xs, const std::vector<std::vector<uint8_t>>& ss) {
+  Outcome o;
+  o.out.resize(n);
+  o.status.assign(n, -1);
+  o.message.resize(n);
+  const int64_t out_rows = op == Op::ReduceScatter ? rows / n : rows;
+  on_ranks(n, ext, [&](int r, const char* group) {
+    o.out[r].assign(static_cast<std::size_t>(out_rows * H) * out_size(od), 0xAB);
+    harness::Tensor tx({rows, H}, c.x, const_cast<uint8_t*>(xs[r].data()));
+    harness::Tensor ts(scales_dims(c, rows), c.s, const_cast<uint8_t*>(ss[r].data()));
+    harness::Tensor to({out_rows, H}, od, o.out[r].data());
+    o.status[r] = harness::call_op(op, tx.get(), ts.get(), group, to.get());
+    o.message[r] = qcollGetRecentErrMsg();
+  });
   return o;
 }
 
@@ -215,6 +224,52 @@ TEST_P(ExternalBits, SameBitsAsThreadTransport) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ExternalBits, ::testing::Values(2, 4, 8));
+
+// The fused operators on external communicators: for every mode x input x output dtype x
+// operator (2-D and 3-D), the bits of the fused call on the thread transport, and of
+// quantize-then-operate on the same external group (fused::check_fused_rank); in one chunk
+// and in chunks of one row (several data steps in flight).
+class ExternalFusedBits : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExternalFusedBits, SameBitsAsThreadTransport) {
+  const int n = GetParam();
+  const std::vector<fused::Case> cases = fused::every_combination(300, [n](uint32_t seed) {
+    return seed % 2 ? std::vector<int64_t>{3 * n, 1024} : std::vector<int64_t>{3, n, 2048};
+  });
+  for (std::size_t chunk_rows : {std::size_t{0}, std::size_t{1}}) {
+    qcoll::ops::testing::set_fused_chunk_rows_for_test(chunk_rows);
+    // outs[ext][case][rank]; errors[rank]
+    std::vector<std::vector<std::vector<uint8_t>>> outs[2];
+    std::vector<std::vector<std::string>> errors(n);
+    for (int ext = 0; ext < 2; ++ext) {
+      outs[ext].assign(cases.size(), std::vector<std::vector<uint8_t>>(n));
+      on_ranks(n, ext == 1, [&](int r, const char* group) {
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+          const fused::Case& c = cases[i];
+          std::size_t count = 1;
+          for (int64_t d : fused::output_shape(c, n)) count *= static_cast<std::size_t>(d);
+          std::vector<uint8_t>& out = outs[ext][i][r];
+          out.assign(count * qcoll::dtype_size(c.out), 0xAB);
+          const std::vector<uint8_t> input = fused::make_input(c, r);
+          const fused::Outcome o = fused::run_fused(c, group, n, input.data(), out.data());
+          if (o.status != QCOLL_SUCCESS) errors[r].push_back(c.text() + ": " + o.message);
+          if (ext == 1) {
+            const std::string e = fused::check_fused_rank(c, group, r, n);
+            if (!e.empty()) errors[r].push_back("external: " + e);
+          }
+        }
+      });
+    }
+    qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_TRUE(errors[r].empty()) << errors[r].size() << " failures on rank " << r << ", first: " << errors[r][0];
+      for (std::size_t i = 0; i < cases.size(); ++i)
+        EXPECT_EQ(outs[1][i][r], outs[0][i][r]) << cases[i].text() << " rank " << r << " chunk rows " << chunk_rows;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ExternalFusedBits, ::testing::Values(2, 4));
 
 // A fault case on 4 external ranks: each rank's inputs (rank 2 may use other rows), its
 // function failing on its k-th call, or never calling.

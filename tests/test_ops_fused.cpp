@@ -145,22 +145,10 @@ std::string run_shm(int n, std::size_t window_mb, const std::vector<fused::Case>
 // Every combination on shm: small tensors moved in chunks of 2 rows (the test hook), 2-D
 // and 3-D.
 void check_all_combinations_shm(int n) {
-  std::vector<fused::Case> cases;
-  uint32_t seed = 100;
-  for (const fused::Mode& m : fused::kModes)
-    for (DType in : fused::kInputs)
-      for (DType out : fused::kOutputs)
-        for (bool ar : {false, true}) {
-          fused::Case c;
-          c.mode = m;
-          c.in = in;
-          c.out = out;
-          c.all_reduce = ar;
-          const bool three_d = (seed % 2) == 0;
-          c.shape = three_d ? std::vector<int64_t>{3, 2 * n, 1024} : std::vector<int64_t>{5 * n, 2048};
-          c.seed = seed++;
-          cases.push_back(c);
-        }
+  const std::vector<fused::Case> cases = fused::every_combination(100, [n](uint32_t seed) {
+    const bool three_d = (seed % 2) == 0;
+    return three_d ? std::vector<int64_t>{3, 2 * n, 1024} : std::vector<int64_t>{5 * n, 2048};
+  });
   qcoll::ops::testing::set_fused_chunk_rows_for_test(2);  // inherited by the forked ranks
   EXPECT_EQ(run_shm(n, 8, cases), "");
   qcoll::ops::testing::set_fused_chunk_rows_for_test(0);

@@ -52,8 +52,8 @@ from . import comm as _qcoll_comm
 from ._dtypes import DType, to_dtype
 from .errors import Error, invalid
 from .ops import _run as _quant_op
+from .ops import _run_fused as _fused_op
 from .ops import abstain
-from .quant import quantize_kg, quantize_mx
 
 __all__ = [
     "quant_reduce_scatter", "quant_all_reduce", "reduce_scatter", "all_reduce",
@@ -61,16 +61,9 @@ __all__ = [
     "transport", "release", "init_process_group",
 ]
 
-#: The float-in modes: name -> (x dtype, scales dtype). KG: fp32 scales per 128 elements;
-#: MX: E8M0 scales per 32 elements.
-MODES = {
-    "kg-int8": ("int8", "float"),
-    "kg-hif8": ("hifloat8", "float"),
-    "kg-e4m3": ("float8_e4m3fn", "float"),
-    "kg-e5m2": ("float8_e5m2", "float"),
-    "mx-e4m3": ("float8_e4m3fn", "float8_e8m0"),
-    "mx-e5m2": ("float8_e5m2", "float8_e8m0"),
-}
+#: The float-in modes (qcoll's mode table): name -> (x dtype, scales dtype). KG: fp32
+#: scales per 128 elements; MX: E8M0 scales per 32 elements.
+MODES = {m: tuple(DType(v).spec_name for v in _core.quant_mode(m)) for m in _core.quant_mode_names()}
 
 _TRANSPORTS = ("auto", "shm", "torch")
 _ID_BYTES = int(_core.unique_id_bytes)
@@ -410,15 +403,6 @@ def _quant(which: str, group, x, scales, output_dtype, x_dtype, scales_dtype, as
     return c.submit(_checked(c, which, fn), async_op)
 
 
-def _float_op(which: str, x, name: str, mode: str, od: DType, reached):
-    """The float-in operator: quantize in ``mode``, then the quantized operator. (One line
-    to change when qcoll has the fused float-in operators.)"""
-    xd, sd = MODES[mode]
-    q, s = quantize_mx(x, xd) if sd == "float8_e8m0" else quantize_kg(x, xd)
-    reached[0] = True
-    return _quant_op(which, q, s, name, "sum", od, xd, sd)
-
-
 def _float(which: str, group, input, mode: str, output_dtype, async_op: bool):
     c = _comm(group)
 
@@ -426,12 +410,12 @@ def _float(which: str, group, input, mode: str, output_dtype, async_op: bool):
         x = _cpu_tensor(input, "input")
         if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
             raise invalid(f"input: dtype must be float32, bfloat16 or float16, got {x.dtype}")
-        if mode not in MODES:
-            raise invalid(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
         od = _out_dtype(output_dtype, x.dtype)
-        if x.dtype == torch.float16:
-            x = x.float()  # the quantizers take float32 or bfloat16
-        return _float_op(which, x, c.name, mode, od, reached)
+        # The fused operator (QuantizeReduceScatter / QuantizeAllReduce): each chunk's rows
+        # quantized straight into the transport's buffers; it checks the mode (and takes part
+        # in the call when the check fails).
+        reached[0] = True
+        return _fused_op(which, x, c.name, mode, "sum", od, 0.0)
 
     return c.submit(_checked(c, which, fn), async_op)
 
@@ -458,10 +442,11 @@ def quant_all_reduce(x, scales, group=None, *, output_dtype=torch.bfloat16, x_dt
 
 
 def reduce_scatter(input, group=None, *, mode: str = "kg-int8", output_dtype=None, async_op: bool = False):
-    """Reduce-scatter of float tensors with quantized data on the wire: each rank's
-    ``input`` (float32 / bfloat16 / float16, (BS, H) or (B, S, H)) is quantized in ``mode``
-    (see :data:`MODES`), then QuantReduceScatter. Returns (BS/n, H) in ``output_dtype``
-    (default: input's dtype)."""
+    """Reduce-scatter of float tensors with quantized data on the wire: QuantizeReduceScatter,
+    the fused operator (:func:`qcoll.reduce_scatter`): each rank's ``input`` (float32 /
+    bfloat16 / float16, (BS, H) or (B, S, H)) is quantized in ``mode`` (see :data:`MODES`)
+    and reduce-scattered in one call, the bits of quantize-then-QuantReduceScatter. Returns
+    (BS/n, H) in ``output_dtype`` (default: input's dtype)."""
     return _float("rs", group, input, mode, output_dtype, async_op)
 
 

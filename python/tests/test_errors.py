@@ -135,6 +135,24 @@ def test_python_side_error_on_one_rank_fails_every_rank_at_once():
     assert time.monotonic() - t0 < 20  # the agreement, not QCOLL_TIMEOUT_S (60 s)
 
 
+@pytest.mark.parametrize("bad", ["mode", "x", "output_dtype"])
+def test_python_side_error_on_one_rank_of_a_fused_call_fails_every_rank_at_once(bad):
+    x = np.ones((4, 1024), np.float32)
+    kw = {"mode": {"mode": "kg-int4"}, "x": {}, "output_dtype": {"output_dtype": "int8x"}}[bad]
+
+    def call(r, g):
+        if r == 1:
+            return qcoll.all_reduce(x.view(np.int32) if bad == "x" else x, g, **kw)
+        return qcoll.all_reduce(x, g)
+
+    t0 = time.monotonic()
+    errs = on_two_ranks(call)
+    assert isinstance(errs[1], qcoll.InvalidParameterError) and errs[1].message.startswith(
+        {"mode": "mode", "x": "x", "output_dtype": "output_dtype"}[bad]), errs
+    assert isinstance(errs[0], qcoll.CommunicationError) and "rank 1" in errs[0].message, errs
+    assert time.monotonic() - t0 < 20  # the agreement, not QCOLL_TIMEOUT_S (60 s)
+
+
 def test_ranks_disagreeing_on_shape_fail_every_rank():
     errs = on_two_ranks(lambda r, g: qcoll.quant_all_reduce(*kg_inputs(rows=4 if r == 0 else 8), g))
     assert [e.status for e in errs] == [361001, 361001]

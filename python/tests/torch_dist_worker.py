@@ -26,14 +26,16 @@ H = 1024
 KG = [("int8", "float"), ("hifloat8", "float"), ("float8_e4m3fn", "float"), ("float8_e5m2", "float")]
 MX = [("float8_e4m3fn", "float8_e8m0"), ("float8_e5m2", "float8_e8m0")]
 OUTS = [torch.float32, torch.float16, torch.bfloat16]
+INS = [torch.float32, torch.float16, torch.bfloat16]
 TORCH_X = {"int8": torch.int8, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 checks = []
+T0 = time.monotonic()
 
 
 def ok(name: str) -> None:
     checks.append(name)
-    print(f"rank {dist.get_rank()}: {name} ok", flush=True)
+    print(f"rank {dist.get_rank()}: {name} ok ({time.monotonic() - T0:.1f} s)", flush=True)
 
 
 def inputs(k: int, xd: str, sd: str, shape):
@@ -101,21 +103,34 @@ def check_bits(group, path: str, quick: bool) -> None:
     assert got.shape == (2, n, H) and got.dtype == torch.bfloat16
     ok(f"{path}: 3-D x, default bfloat16 output")
 
-    # Float in: quantize in the mode, then the quantized operator (the thread reference
-    # does the same with the public quantizers).
+    # Float in: the fused operators, against the fused operators on the thread transport,
+    # for every mode, input dtype and output dtype (None: the input's dtype), 2-D and 3-D.
     fmodes = list(qt.MODES) if not quick else ["kg-int8", "mx-e4m3"]
+    ins = INS if not quick else [torch.float32]
+    calls = 0
     for mode in fmodes:
-        xd, sd = qt.MODES[mode]
-        quantize = (lambda v: qcoll.quantize_mx(v, xd)) if sd == "float8_e8m0" else (lambda v: qcoll.quantize_kg(v, xd))
-        kw = {"x_dtype": xd, "scales_dtype": sd}
-        for in_dtype, od in ((torch.float32, None), (torch.bfloat16, None), (torch.float32, torch.float16)):
+        for in_dtype in ins:
             xs = [floats(k, shape, in_dtype) for k in range(n)]
-            want_od = in_dtype if od is None else od
-            for fn, tfn in ((qt.reduce_scatter, qcoll.quant_reduce_scatter), (qt.all_reduce, qcoll.quant_all_reduce)):
-                got = fn(xs[me], group, mode=mode, output_dtype=od)
-                want = qcoll.run_ranks(n, lambda k, g: tfn(*quantize(xs[k]), g, output_dtype=want_od, **kw))[me]
-                same_bits(got, want, f"{path} {fn.__name__} {mode} {in_dtype} -> {want_od}")
-    ok(f"{path}: float-in reduce_scatter / all_reduce, {len(fmodes)} modes, bit-identical")
+            for od in [None] + (OUTS if not quick else []):
+                want_od = in_dtype if od is None else od
+                for fn, tfn in ((qt.reduce_scatter, qcoll.reduce_scatter), (qt.all_reduce, qcoll.all_reduce)):
+                    got = fn(xs[me], group, mode=mode, output_dtype=od)
+                    want = qcoll.run_ranks(n, lambda k, g: tfn(xs[k], g, mode=mode, output_dtype=want_od))[me]
+                    same_bits(got, want, f"{path} {fn.__name__} {mode} {in_dtype} -> {want_od}")
+                    calls += 1
+    xs = [floats(k, (3, n, H), torch.bfloat16) for k in range(n)]
+    for fn, tfn in ((qt.reduce_scatter, qcoll.reduce_scatter), (qt.all_reduce, qcoll.all_reduce)):
+        got = fn(xs[me], group, mode="kg-hif8", output_dtype=torch.float32)
+        want = qcoll.run_ranks(n, lambda k, g: tfn(xs[k], g, mode="kg-hif8", output_dtype=torch.float32))[me]
+        same_bits(got, want, f"{path} 3-D {fn.__name__}")
+    # The fused operator gives the bits of quantize-then-operate (here once per path).
+    x32 = [floats(k, shape) for k in range(n)]
+    q = [qcoll.quantize_mx(v, "float8_e5m2") for v in x32]
+    got = qt.reduce_scatter(x32[me], group, mode="mx-e5m2")
+    want = qcoll.run_ranks(n, lambda k, g: qcoll.quant_reduce_scatter(*q[k], g, output_dtype=torch.float32))[me]
+    same_bits(got, want, f"{path} fused vs quantize-then-operate")
+    ok(f"{path}: float-in reduce_scatter / all_reduce (fused), {len(fmodes)} modes x {len(ins)} input x "
+       f"{calls // len(fmodes) // len(ins) // 2} output dtypes (the default too), 2-D and 3-D, bit-identical")
 
     # async_op: several calls in flight, results in order and bit-identical.
     xs = [floats(k, shape) for k in range(n)]
@@ -180,7 +195,7 @@ def check_missing_rank(path: str) -> None:
     os.environ["QCOLL_TRANSPORT"] = path
     g = dist.new_group(list(range(n)))
     qt.transport(g)  # the communicator, made by every rank
-    os.environ["QCOLL_TIMEOUT_S"] = "3"
+    os.environ["QCOLL_TIMEOUT_S"] = "2"
     try:
         if me != n - 1:
             expect_error(lambda: qt.all_reduce(floats(me, (2 * n, H)), g), qcoll.CommunicationError, "", 15.0,
@@ -189,7 +204,7 @@ def check_missing_rank(path: str) -> None:
                          f"{path}: broken group")
     finally:
         os.environ["QCOLL_TIMEOUT_S"] = "60"
-    ok(f"{path}: a missing rank -> CommunicationError within QCOLL_TIMEOUT_S = 3 s, then at once")
+    ok(f"{path}: a missing rank -> CommunicationError within QCOLL_TIMEOUT_S = 2 s, then at once")
 
 
 def check_buckets(seen, mode: str, n: int, me: int) -> None:

@@ -17,7 +17,6 @@
 #include "qcoll/qcoll_mpi.h"
 
 using mpitest::Tally;
-using qcoll::DType;
 
 namespace {
 
@@ -36,21 +35,12 @@ void run_transport(const char* transport, Tally& t) {
 
   // Every combination, small tensors in chunks of 2 rows.
   qcoll::ops::testing::set_fused_chunk_rows_for_test(2);
-  uint32_t seed = 1;
-  for (const fused::Mode& m : fused::kModes)
-    for (DType in : fused::kInputs)
-      for (DType out : fused::kOutputs)
-        for (bool ar : {false, true}) {
-          fused::Case k;
-          k.mode = m;
-          k.in = in;
-          k.out = out;
-          k.all_reduce = ar;
-          k.shape = seed % 2 ? std::vector<int64_t>{5 * n, 1024} : std::vector<int64_t>{3, 2 * n, 2048};
-          k.seed = seed++;
-          const std::string e = fused::check_fused_rank(k, name.c_str(), g_rank, n);
-          t.check(e.empty(), "%s: %s", transport, e.c_str());
-        }
+  for (const fused::Case& k : fused::every_combination(1, [n](uint32_t seed) {
+         return seed % 2 ? std::vector<int64_t>{5 * n, 1024} : std::vector<int64_t>{3, 2 * n, 2048};
+       })) {
+    const std::string e = fused::check_fused_rank(k, name.c_str(), g_rank, n);
+    t.check(e.empty(), "%s: %s", transport, e.c_str());
+  }
   qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
 
   // Chunks the window cuts: H = 8192, 40 rows per rank (3 chunks at n = 4).
