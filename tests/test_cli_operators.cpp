@@ -353,6 +353,16 @@ TEST_F(CliRefusal, OneDimensionalXIsParamInvalid) {
   expect_refused(run("reduce-scatter " + op_args(c_)), "qcoll: PARAM_INVALID (161002): ");
 }
 
+// An empty .npy holds no data (a null pointer): still PARAM_INVALID "empty", as the vendor says.
+TEST_F(CliRefusal, EmptyXIsParamInvalidNotNullptr) {
+  for (int r = 0; r < 4; ++r) {
+    write_npy(dir_ / ("x" + std::to_string(r) + ".npy"), "|i1", {0, 1024}, Bytes());
+    write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), "<f4", {0, 8}, Bytes());
+  }
+  RunResult r = run("reduce-scatter " + op_args(c_));
+  expect_refused(r, "qcoll: PARAM_INVALID (161002): x: dimension 0 must not be 0 (empty tensors");
+}
+
 TEST_F(CliRefusal, RanksDisagreeOnShapeIsRuntimeError) {
   write_npy(dir_ / "x3.npy", "|i1", {16, 1024}, Bytes(16 * 1024));
   write_npy(dir_ / "s3.npy", "<f4", {16, 8}, Bytes(16 * 8 * 4));

@@ -23,6 +23,7 @@ from .groups import ThreadGroup, run_ranks
 from .ops import all_reduce, quant_all_reduce, quant_reduce_scatter, reduce_scatter
 from .quant import default_hif8_target, dequantize, quantize_kg, quantize_mx
 from .streams import Stream, Work
+from . import npu  # torch_npu's npu_quant_reduce_scatter / npu_quant_all_reduce (docs/ascend.md)
 
 __version__ = "0.1.0"
 
@@ -38,5 +39,5 @@ __all__ = [
     "UniqueId", "Comm", "init_comm",
     "Stream", "Work",
     "quant_reduce_scatter", "quant_all_reduce", "reduce_scatter", "all_reduce",
-    "HAS_MPI",
+    "HAS_MPI", "npu",
 ]
