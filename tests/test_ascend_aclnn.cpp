@@ -4,6 +4,7 @@
 // the same call); the allocation-size refusal; the runtime's checks (devices, memory, streams).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -28,6 +29,7 @@ struct Call {
   bool null_x = false, null_scales = false, null_out = false, null_ws = false, null_exec = false;
   bool null_xdata = false;   // x's data pointer
   int scales_elem_bytes = 0;  // > 0: scales allocated with this element size (the vendor sample's slip)
+  int short_scales_rank = -1;  // >= 0: only this rank allocates its scales with 1-byte elements
   Group group = Group::Own;
   const char* reduce_op = "sum";
   int device_offset = 0;  // ranks run on devices rank + offset
@@ -92,7 +94,10 @@ void run(const Call& c, const char* group_name, std::vector<aclnnStatus>& st, st
       void *xd = nullptr, *sd = nullptr, *od = nullptr;
       aclTensor* x = make(c.xshape, c.xdt, c.xfmt, bytes(c.xshape, elem_bytes(c.xdt)), c.null_xdata, &xd);
       aclTensor* s = make(c.sshape, c.sdt, c.sfmt,
-                          bytes(c.sshape, c.scales_elem_bytes ? c.scales_elem_bytes : elem_bytes(c.sdt)), false, &sd);
+                          bytes(c.sshape, c.scales_elem_bytes      ? c.scales_elem_bytes
+                                          : c.short_scales_rank == r ? 1
+                                                                     : elem_bytes(c.sdt)),
+                          false, &sd);
       aclTensor* o = make(c.oshape, c.odt, c.ofmt, bytes(c.oshape, elem_bytes(c.odt)), false, &od);
       const char* group = c.group == Group::Own       ? group_name
                           : c.group == Group::Null    ? nullptr
@@ -109,7 +114,8 @@ void run(const Call& c, const char* group_name, std::vector<aclnnStatus>& st, st
         EXPECT_EQ(ws, 0u);  // the thread transport needs no workspace
         auto launch = c.op == Op::ReduceScatter ? aclnnQuantReduceScatter : aclnnQuantAllReduce;
         EXPECT_EQ(launch(nullptr, 0, exec, stream), ACLNN_SUCCESS) << aclGetRecentErrMsg();
-        EXPECT_EQ(aclrtSynchronizeStreamWithTimeout(stream, 10000), ACL_SUCCESS) << aclGetRecentErrMsg();
+        st[r] = aclrtSynchronizeStreamWithTimeout(stream, 10000);  // the call's outcome
+        msg[r] = aclGetRecentErrMsg();
       }
       aclDestroyTensor(x);
       aclDestroyTensor(s);
@@ -225,6 +231,22 @@ TEST_P(AscendRows, StatusAndMessage) {
 
 INSTANTIATE_TEST_SUITE_P(VendorCases, AscendRows, ::testing::ValuesIn(rows()),
                          [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.name); });
+
+// A rank refused by a check after its group resolved still takes part in the call's agreement:
+// its peer fails at once with RUNTIME_ERROR instead of waiting for QCOLL_TIMEOUT_S.
+TEST_F(Ascend, OneRankRefusedFailsItsPeerAtOnce) {
+  Call c;
+  c.short_scales_rank = 0;
+  std::vector<aclnnStatus> st;
+  std::vector<std::string> msg;
+  const auto start = std::chrono::steady_clock::now();
+  run(c, name_, st, msg);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(st[0], ACLNN_ERR_PARAM_INVALID) << msg[0];
+  EXPECT_NE(msg[0].find("extends past its aclrtMalloc allocation"), std::string::npos) << msg[0];
+  EXPECT_EQ(st[1], ACLNN_ERR_RUNTIME_ERROR) << msg[1];
+  EXPECT_NE(msg[1].find("rank 0"), std::string::npos) << msg[1];
+}
 
 TEST(AscendRuntime, DevicesContextsAndMessages) {
   std::thread([] {
