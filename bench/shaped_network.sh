@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Bandwidth-bound benchmark: every rank on its own "host" -- a network namespace with its own
+# Bandwidth-bound benchmark: PER_HOST ranks on each "host" -- a network namespace with its own
 # host name -- and the hosts joined by one switch (a bridge in a further namespace), each host
 # by a veth link shaped with tc tbf to RATE in both directions (host egress, switch-port
-# egress). Open MPI runs over TCP across the links (btl tcp,self: no shared memory), so qcoll
-# uses its MPI transport and the peers MPI's TCP path. Addresses are in 127.0.20.0/24 (the
+# egress). Open MPI runs over TCP across the links (btl tcp,self, and vader between the ranks
+# of one host when PER_HOST > 1), so qcoll uses its MPI transport and the peers MPI's TCP path.
+# N is the number of ranks, N / PER_HOST the number of hosts; the ranks of a host share its
+# link, so the bound columns use the link rate each rank has when every rank sends its parts
+# straight to their owners: RATE * (N-1) / (PER_HOST * (N-PER_HOST)) per rank (RATE itself
+# for one rank per host). Addresses are in 127.0.20.0/24 (the
 # loopback range; route_localnet lets it leave the lo device), like tests/mpi/two_hosts.sh.
 # mpirun starts in host 0; the other hosts' daemons start through an rsh agent that enters
 # their namespaces (no ssh needed).
 #
-#   sudo bench/shaped_network.sh                 # RATES="1gbit 10gbit" NS="2 4 8"
+#   sudo bench/shaped_network.sh                 # RATES="1gbit 10gbit" NS="2 4 8" PER_HOST=1
 #   RATES=1gbit NS=4 SIZES=1024x5120 bench/shaped_network.sh --ops reduce-scatter
+#   RATES=1gbit NS="4 8" PER_HOST="1 2" bench/shaped_network.sh --input quantized,bf16
 #
 # Environment: QCOLL (default build/tools/qcoll), OUT (default bench-results), RATES
 # ("1gbit 10gbit"), NS ("2 4 8"), SIZES (1024x5120,4096x5120), REPEATS (3), WARMUP (1),
-# MTU (9000: jumbo frames, as on HPC networks; 1500 adds ~4% header bytes), MPIRUN, MPIRUN_ARGS,
-# SHOW_TC (non-empty: print the bytes each link carried after each run).
+# PER_HOST ("1"; a list runs each), MTU (9000: jumbo frames, as on HPC networks; 1500 adds ~4%
+# header bytes), MPIRUN, MPIRUN_ARGS, SHOW_TC (non-empty: print the bytes each link carried
+# after each run), TCP_BUF (4194304: Open MPI's btl_tcp_sndbuf/rcvbuf; 0 leaves them to the
+# kernel), CCL_FI (tcp: libfabric provider for the oneCCL peer).
 # Extra arguments go to `qcoll bench`. Writes $OUT/shaped_<rate>_n<N>.json/.txt, then
 # $OUT/shaped.json, shaped.md and shaped.png. Exit 77 when namespaces cannot be made here.
+# (Files are named shaped_<rate>_n<N>[_r<PER_HOST>].)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 QCOLL=$(realpath "${QCOLL:-build/tools/qcoll}")
@@ -27,6 +35,9 @@ SIZES=${SIZES:-1024x5120,4096x5120}
 REPEATS=${REPEATS:-3}
 WARMUP=${WARMUP:-1}
 MTU=${MTU:-9000}
+PER_HOST=${PER_HOST:-1}
+TCP_BUF=${TCP_BUF:-4194304}
+CCL_FI=${CCL_FI:-tcp}
 MPIRUN=$(command -v "${MPIRUN:-mpirun}")
 read -r -a extra_mpirun <<< "${MPIRUN_ARGS:-}"
 [ -x "$QCOLL" ] || { echo "shaped_network: $QCOLL not found" >&2; exit 2; }
@@ -34,8 +45,10 @@ mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 
 tag="qs$$"
-maxn=0
-for n in $NS; do [ "$n" -gt "$maxn" ] && maxn=$n; done
+maxn=0  # hosts
+for n in $NS; do
+  for r in $PER_HOST; do [ $((n % r)) -eq 0 ] && [ $((n / r)) -gt "$maxn" ] && maxn=$((n / r)); done
+done
 work=$(mktemp -d)
 cleanup() {
   for ((i = 0; i < maxn; i++)); do ip netns del "${tag}h$i" 2>/dev/null; done
@@ -108,29 +121,42 @@ for rate in $RATES; do
   shape "$rate" || exit 1
   gbit=$(awk -v r="$rate" 'BEGIN { if (r ~ /gbit$/) print r + 0; else print (r + 0) / 1000 }')
   for n in $NS; do
+  for r in $PER_HOST; do
+    hosts=$((n / r))
+    if [ $((n % r)) -ne 0 ] || [ "$hosts" -lt 2 ]; then
+      echo "shaped_network: skipping n=$n with $r ranks per host (needs at least 2 hosts)"
+      continue
+    fi
     : > "$work/hosts"
-    for ((i = 0; i < n; i++)); do echo "$(host_ip "$i") slots=1" >> "$work/hosts"; done
-    json="$OUT/shaped_${rate}_n$n.json"
-    echo "shaped_network: $rate, $n hosts: mpirun -np $n qcoll bench --sizes $SIZES --link-gbit $gbit $*"
+    for ((i = 0; i < hosts; i++)); do echo "$(host_ip "$i") slots=$r" >> "$work/hosts"; done
+    suffix=""; btl="tcp,self"; rank_gbit=$gbit
+    if [ "$r" -gt 1 ]; then
+      suffix="_r$r"; btl="tcp,vader,self"
+      rank_gbit=$(awk -v g="$gbit" -v n="$n" -v r="$r" 'BEGIN { printf "%.6g", g * (n - 1) / (r * (n - r)) }')
+    fi
+    json="$OUT/shaped_${rate}_n$n$suffix.json"
+    echo "shaped_network: $rate, $n ranks on $hosts hosts: mpirun -np $n qcoll bench --sizes $SIZES --link-gbit $rank_gbit $*"
     ip netns exec "${tag}h0" unshare --uts /bin/sh -c 'hostname qcoll-host-0; exec "$@"' sh \
-      timeout 3000 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np "$n" --map-by node \
-      --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
+      timeout 3000 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np "$n" --map-by slot \
+      --mca plm_rsh_agent "$work/agent.sh" --mca btl "$btl" --mca btl_vader_single_copy_mechanism none \
       --mca btl_tcp_if_include 127.0.20.0/24 --mca oob_tcp_if_include 127.0.20.0/24 \
-      -x QCOLL_TRANSPORT=mpi "${extra_mpirun[@]}" \
+      --mca btl_tcp_sndbuf "$TCP_BUF" --mca btl_tcp_rcvbuf "$TCP_BUF" \
+      -x QCOLL_TRANSPORT=mpi -x FI_PROVIDER="$CCL_FI" -x CCL_ATL_SHM=0 "${extra_mpirun[@]}" \
       "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" \
-      --label "shaped $rate" --link-gbit "$gbit" --json "$json" "$@" | tee "$OUT/shaped_${rate}_n$n.txt"
+      --label "shaped $rate, $r/host" --link-gbit "$rank_gbit" --json "$json" "$@" | tee "$OUT/shaped_${rate}_n$n$suffix.txt"
     if [ "${PIPESTATUS[0]}" -ne 0 ] || [ ! -s "$json" ]; then
-      echo "shaped_network: the run for $rate, n=$n failed" >&2
+      echo "shaped_network: the run for $rate, n=$n, $r per host failed" >&2
       status=1
       continue
     fi
     jsons+=("$json")
     if [ -n "${SHOW_TC:-}" ]; then  # bytes the links carried, all contenders and rounds together
-      for ((i = 0; i < n; i++)); do
+      for ((i = 0; i < hosts; i++)); do
         echo "host $i egress: $(ip netns exec "${tag}h$i" tc -s qdisc show dev eth0 | grep -o 'Sent [0-9]* bytes')," \
           "ingress: $(ip netns exec "${tag}sw" tc -s qdisc show dev "p$i" | grep -o 'Sent [0-9]* bytes')"
       done
     fi
+  done
   done
 done
 if [ ${#jsons[@]} -gt 0 ]; then

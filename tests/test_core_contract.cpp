@@ -308,6 +308,23 @@ TEST(CoreSettings, TransportValuesAndError) {
   EXPECT_EQ(st.message, "QCOLL_TRANSPORT: must be auto, shm or mpi, got \"tcp\"");
 }
 
+TEST(CoreSettings, MpiScheduleValues) {
+  EXPECT_EQ(s::parse_mpi_schedule(nullptr), s::MpiSchedule::P2p);
+  EXPECT_EQ(s::parse_mpi_schedule(""), s::MpiSchedule::P2p);
+  EXPECT_EQ(s::parse_mpi_schedule("p2p"), s::MpiSchedule::P2p);
+  EXPECT_EQ(s::parse_mpi_schedule("alltoall"), s::MpiSchedule::Alltoall);
+  for (const char* bad : {"P2P", "ring", "all-to-all"}) EXPECT_FALSE(s::parse_mpi_schedule(bad)) << bad;
+  {
+    EnvVar e(s::kMpiScheduleName, "alltoall");
+    EXPECT_EQ(s::mpi_schedule(), s::MpiSchedule::Alltoall);
+  }
+  EnvVar e(s::kMpiScheduleName, "ring");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(s::mpi_schedule(), s::MpiSchedule::P2p);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "qcoll: warning: QCOLL_MPI_SCHEDULE: must be p2p or alltoall, got 'ring'; using p2p\n");
+}
+
 TEST(CoreSettings, KernelValues) {
   EXPECT_EQ(s::parse_kernel(nullptr), s::Kernel::Auto);
   EXPECT_EQ(s::parse_kernel(""), s::Kernel::Auto);

@@ -64,6 +64,12 @@ class MpiGroup {
     qcollMpiCommSize(comm_, &s);
     return s;
   }
+  // Ranks of this communicator on this rank's host.
+  int local_size() const {
+    int32_t s = 0;
+    qcollMpiCommLocalSize(comm_, &s);
+    return s;
+  }
   std::string transport() const {
     const char* t = qcollMpiCommTransport(comm_);
     return t ? t : "";

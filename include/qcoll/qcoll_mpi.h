@@ -36,6 +36,9 @@ qcollStatus qcollMpiCommDestroy(qcollMpiComm *comm);
 
 qcollStatus qcollMpiCommRank(const qcollMpiComm *comm, int32_t *rank);
 qcollStatus qcollMpiCommSize(const qcollMpiComm *comm, int32_t *size);
+/* Ranks of the communicator on this rank's host (MPI_Comm_split_type SHARED): they share its
+ * cores (the default reduction threads per rank divide them) and its network link. */
+qcollStatus qcollMpiCommLocalSize(const qcollMpiComm *comm, int32_t *local_size);
 /* "shm" or "mpi" (NULL for a NULL comm). */
 const char *qcollMpiCommTransport(const qcollMpiComm *comm);
 /* Bytes of the staging window per rank (HCCL_BUFFSIZE MB). */

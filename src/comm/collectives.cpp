@@ -10,9 +10,24 @@
 namespace qcoll::comm {
 
 namespace {
-// On transports with asynchronous transfers, a chunk is consumed in about this many pieces,
-// with a progress() call after each, so that the next chunk keeps moving meanwhile.
-constexpr std::size_t kPiecesPerChunk = 8;
+// On transports with asynchronous transfers (MPI) the exchange is cut into chunks by the
+// data size: about kTargetChunks of them, so that up to max_steps_in_flight() chunks move
+// while one is consumed and the last one (whose reduction nothing hides) is small, but each
+// part (the message to one peer) at least kMinChunkPartBytes, so that per-message costs stay
+// small. A chunk is consumed in pieces of about kPieceBytes per source, with a progress()
+// call after each (and after each destination's part is filled), so that the chunks in
+// flight keep moving meanwhile.
+constexpr std::size_t kTargetChunks = 16;
+constexpr std::size_t kMinChunkPartBytes = 64 * 1024;
+constexpr std::size_t kPieceBytes = 128 * 1024;
+
+// Rows of one chunk on an asynchronous transport (at most max_rows, the window's limit).
+std::size_t async_chunk_rows(const ExchangeSpec& spec, std::size_t max_rows) {
+  const std::size_t row_bytes = std::max<std::size_t>(1, spec.x_row_bytes + spec.s_row_bytes);
+  const std::size_t part_bytes = spec.rows_per_rank * row_bytes;
+  const std::size_t chunks = std::clamp<std::size_t>(part_bytes / kMinChunkPartBytes, 1, kTargetChunks);
+  return std::min(max_rows, (spec.rows_per_rank + chunks - 1) / chunks);
+}
 
 StepShape rows_shape(const ExchangeSpec& spec, std::size_t rows) {
   StepShape s;
@@ -50,6 +65,7 @@ std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
 Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
                 Clock::time_point deadline, const RowProducer* produce, bool drain) {
   if (spec.rows_per_rank == 0) return Status::Ok();
+  const bool async = c.async_transfers();
   std::size_t max_rows = max_chunk_rows(c, spec);
   if (max_rows == 0) {
     return Status::Error(StatusCode::ParamInvalid, window_too_small_message(c.window_bytes(), c.size(), spec));
@@ -59,13 +75,19 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
   if (Status st = reserve_for_exchange(c, spec, 0, deadline); !st.ok()) return st;
   max_rows = std::min(max_rows, max_rows_for_part(c.slot_capacity() / static_cast<std::size_t>(n), xrb, srb, rpr));
   if (max_rows == 0) return Status::Error(StatusCode::InnerError, no_room_message(c, spec));
+  if (async) max_rows = async_chunk_rows(spec, max_rows);
   const bool exposed = produce == nullptr && c.can_expose();
   const bool own_in_place = produce == nullptr && c.own_part_in_place();
   const std::size_t nchunks = (rpr + max_rows - 1) / max_rows;
   auto rows_of = [&](std::size_t i) { return std::min(max_rows, rpr - i * max_rows); };
 
   Status local;  // the first error of produce or consume; the protocol goes on regardless
-  Communicator::Step steps[2] = {0, 0};
+  // Steps in flight: chunk i uses steps[i % depth]. Asynchronous transports start chunks
+  // i+1 .. i+depth-1 before chunk i is consumed; the others fill chunk i+1 after chunk i is
+  // released (depth 2).
+  const std::size_t depth =
+      async ? static_cast<std::size_t>(std::max(2, c.max_steps_in_flight())) : std::size_t{2};
+  std::vector<Communicator::Step> steps(depth, 0);
   auto start = [&](std::size_t i) -> Status {
     const std::size_t row0 = i * max_rows, rows = rows_of(i);
     Communicator::Step s = 0;
@@ -87,23 +109,29 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
         std::memcpy(part.seg[0], spec.x + src_row * xrb, rows * xrb);
         std::memcpy(part.seg[1], spec.scales + src_row * srb, rows * srb);
       }
+      if (async) {
+        if (Status st = c.progress(); !st.ok()) return st;
+      }
     }
-    steps[i & 1] = s;
+    steps[i % depth] = s;
     return c.publish(s);
   };
 
   std::vector<const uint8_t*> xs(n), ss(n), px(n), ps(n);
-  // Asynchronous transfers: chunk i+1 moves while chunk i is consumed, in pieces with
-  // progress() between them. Otherwise the peers read in place: fill chunk i+1 once chunk i
-  // is consumed and released, so that no rank waits for a slow peer before it consumes.
-  const bool async = c.async_transfers();
-  if (Status st = start(0); !st.ok()) return st;
+  // Asynchronous transfers: chunks i+1 .. i+depth-1 move while chunk i is consumed, in
+  // pieces with progress() between them. Otherwise the peers read in place: fill chunk i+1
+  // once chunk i is consumed and released, so that no rank waits for a slow peer before it
+  // consumes.
+  const std::size_t ahead = async ? depth - 1 : 1;  // chunks started before chunk 0 is waited for
+  for (std::size_t i = 0; i < std::min(ahead, nchunks); ++i) {
+    if (Status st = start(i); !st.ok()) return st;
+  }
   for (std::size_t i = 0; i < nchunks; ++i) {
-    const Communicator::Step s = steps[i & 1];
+    const Communicator::Step s = steps[i % depth];
     const bool next = i + 1 < nchunks;
     if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
-    if (async && next) {
-      if (Status st = start(i + 1); !st.ok()) return st;
+    if (async && i + ahead < nchunks) {
+      if (Status st = start(i + ahead); !st.ok()) return st;
     }
     if (local.ok()) {
       const std::size_t row0 = i * max_rows, rows = rows_of(i);
@@ -118,8 +146,8 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
           ss[k] = v.seg[1];
         }
       }
-      const std::size_t piece_rows =
-          async ? std::max<std::size_t>(1, (rows + kPiecesPerChunk - 1) / kPiecesPerChunk) : rows;
+      const std::size_t pieces = async ? std::max<std::size_t>(1, (rows * xrb + kPieceBytes - 1) / kPieceBytes) : 1;
+      const std::size_t piece_rows = (rows + pieces - 1) / pieces;
       for (std::size_t r = 0; r < rows && local.ok(); r += piece_rows) {
         for (int k = 0; k < n; ++k) {
           px[k] = xs[k] + r * xrb;
@@ -150,16 +178,30 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
 Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline) {
   auto* base = static_cast<uint8_t*>(buf);
   const int n = c.size(), me = c.rank();
-  std::size_t piece_max = std::min(c.max_part_bytes(StepShape::Kind::Same), block_bytes);
+  std::size_t window_piece = std::min(c.max_part_bytes(StepShape::Kind::Same), block_bytes);
   if (block_bytes > 0) {
-    if (Status st = c.reserve(piece_max, 0, deadline); !st.ok()) return st;
-    piece_max = std::min(piece_max, c.slot_capacity() / kSegmentAlign * kSegmentAlign);
+    if (Status st = c.reserve(window_piece, 0, deadline); !st.ok()) return st;
+    window_piece = std::min(window_piece, c.slot_capacity() / kSegmentAlign * kSegmentAlign);
   }
-  if (block_bytes > 0 && piece_max == 0) {
+  if (block_bytes > 0 && window_piece == 0) {
     return Status::Error(StatusCode::InnerError, "the window cannot hold any part of an all-gather");
   }
-  for (std::size_t off = 0; off < block_bytes; off += piece_max) {
-    const std::size_t piece = std::min(piece_max, block_bytes - off);
+  if (block_bytes == 0) return c.drain(deadline);
+  // Asynchronous transports: about kTargetChunks pieces (>= kMinChunkPartBytes each), up to
+  // max_steps_in_flight() of them moving while an earlier one is copied out. Otherwise one
+  // piece after the other, as large as the window takes.
+  const bool async = c.async_transfers();
+  std::size_t piece_max = window_piece;
+  if (async) {
+    const std::size_t wanted = round_up(std::max(kMinChunkPartBytes, (block_bytes + kTargetChunks - 1) / kTargetChunks),
+                                        kSegmentAlign);
+    piece_max = std::min(piece_max, wanted);
+  }
+  const std::size_t npieces = (block_bytes + piece_max - 1) / piece_max;
+  const std::size_t depth = async ? static_cast<std::size_t>(std::max(2, c.max_steps_in_flight())) : 1;
+  std::vector<Communicator::Step> steps(depth, 0);
+  auto start = [&](std::size_t i) -> Status {
+    const std::size_t off = i * piece_max, piece = std::min(piece_max, block_bytes - off);
     StepShape shape;
     shape.kind = StepShape::Kind::Same;
     shape.seg_bytes[0] = piece;
@@ -173,12 +215,27 @@ Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clo
     } else {
       std::memcpy(c.region(s, 0).seg[0], mine, piece);
     }
-    if (Status st = c.publish(s); !st.ok()) return st;
+    steps[i % depth] = s;
+    return c.publish(s);
+  };
+  const std::size_t ahead = async ? depth - 1 : 1;
+  for (std::size_t i = 0; i < std::min(ahead, npieces); ++i) {
+    if (Status st = start(i); !st.ok()) return st;
+  }
+  for (std::size_t i = 0; i < npieces; ++i) {
+    const Communicator::Step s = steps[i % depth];
     if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
+    if (i + ahead < npieces && async) {
+      if (Status st = start(i + ahead); !st.ok()) return st;
+    }
+    const std::size_t off = i * piece_max, piece = std::min(piece_max, block_bytes - off);
     for (int k = 0; k < n; ++k) {
       if (k != me) std::memcpy(base + static_cast<std::size_t>(k) * block_bytes + off, c.view(s, k).seg[0], piece);
     }
     if (Status st = c.release(s); !st.ok()) return st;
+    if (i + ahead < npieces && !async) {
+      if (Status st = start(i + ahead); !st.ok()) return st;
+    }
   }
   return c.drain(deadline);
 }

@@ -16,8 +16,8 @@
 //   release(s);
 //
 // A rank may begin (fill, publish) step s+1 before it releases step s, so that the next piece
-// moves while this one is consumed (async_transfers()); at most two steps are in flight
-// (begun, not released).
+// moves while this one is consumed (async_transfers()); at most max_steps_in_flight() steps
+// are in flight (begun, not released).
 // Steps are released in order. drain() waits until every peer released every step of this
 // rank (needed before memory given to expose() is reused). Every wait is bounded by the
 // deadline; a timeout or a failed peer breaks the communicator (usable() turns false), and
@@ -115,6 +115,8 @@ class Communicator {
   // consuming this one, and call progress() now and then meanwhile. Otherwise (peers read
   // slots in place) fill the next step after this one is consumed and released.
   virtual bool async_transfers() const { return false; }
+  // Steps that may be begun and not yet released (>= 2).
+  virtual int max_steps_in_flight() const { return 2; }
 
   virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline,
                             Step* step) = 0;

@@ -25,6 +25,7 @@ constexpr Rule kRules[] = {
     {kBuffSizeName, "a whole number of MB in [1, 1048576]", "200"},
     {kTransportName, "auto, shm or mpi", "auto"},
     {kKernelName, "auto or scalar", "auto"},
+    {kMpiScheduleName, "p2p or alltoall", "p2p"},
 };
 
 const Rule& rule_of(const char* name) {
@@ -159,6 +160,21 @@ Kernel kernel() {
     return Kernel::Auto;
   }();
   return k;
+}
+
+// ---- QCOLL_MPI_SCHEDULE ----
+
+std::optional<MpiSchedule> parse_mpi_schedule(const char* text) {
+  if (unset_or_empty(text) || std::strcmp(text, "p2p") == 0) return MpiSchedule::P2p;
+  if (std::strcmp(text, "alltoall") == 0) return MpiSchedule::Alltoall;
+  return std::nullopt;
+}
+
+MpiSchedule mpi_schedule() {
+  const char* text = std::getenv(kMpiScheduleName);
+  if (auto v = parse_mpi_schedule(text)) return *v;
+  warn_once(kMpiScheduleName, text);
+  return MpiSchedule::P2p;
 }
 
 }  // namespace qcoll::settings

@@ -30,6 +30,19 @@ namespace {
 
 int g_rank = 0, g_size = 0;
 
+// Ranks of MPI_COMM_WORLD whose processor name (host name) is this rank's: what
+// qcollMpiCommLocalSize must report (two_hosts.sh gives each host its own name).
+int ranks_on_my_host() {
+  char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(mine, &len);
+  std::vector<char> all(static_cast<std::size_t>(g_size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  int same = 0;
+  for (int k = 0; k < g_size; ++k) same += std::string(&all[static_cast<std::size_t>(k) * MPI_MAX_PROCESSOR_NAME]) == mine;
+  return same;
+}
+
 qcollMpiComm* create(const char* name, const char* transport, const char* buffsize_mb, Tally& t) {
   setenv("QCOLL_TRANSPORT", transport, 1);
   setenv("HCCL_BUFFSIZE", buffsize_mb, 1);
@@ -39,6 +52,13 @@ qcollMpiComm* create(const char* name, const char* transport, const char* buffsi
           qcollGetRecentErrMsg());
   if (c) t.check(std::string(qcollMpiCommTransport(c)) == transport, "%s: transport %s, expected %s", name,
                  qcollMpiCommTransport(c), transport);
+  const int expected_local = ranks_on_my_host();  // collective: every rank calls it
+  if (c) {
+    int32_t local = -1;
+    const qcollStatus ls = qcollMpiCommLocalSize(c, &local);
+    t.check(ls == QCOLL_SUCCESS && local == expected_local, "%s: local size %d (status %d), expected %d ranks on this host",
+            name, local, ls, expected_local);
+  }
   return c;
 }
 
@@ -106,6 +126,14 @@ void run_transport(const char* transport, Tally& t) {
       for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
         check_call(op, m, 2 * n, 1024, seed++, one_chunk.c_str(), transport, t, true);
       }
+    }
+    // Many chunks, the ring of steps in flight wrapping around: 256 rows per rank (160 for 8
+    // ranks, to keep the test short) of 2048 bytes + scales, 5 to 8 chunks of >= 64 KiB per
+    // peer on mpi; compared with the thread transport up to 4 ranks, with the oracle always.
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+      check_call(op, Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::BFloat16},
+                 (n <= 4 ? 256 : 160) * n, 2048, seed++, one_chunk.c_str(),
+                 (std::string(transport) + " pipelined").c_str(), t, n <= 4);
     }
     qcollMpiCommDestroy(c);
   }
@@ -205,6 +233,9 @@ void check_several_hosts(Tally& t) {
   if (t.check(st == QCOLL_SUCCESS, "auto on several hosts: status %d: %s", st, qcollGetRecentErrMsg())) {
     t.check(std::string(qcollMpiCommTransport(c)) == "mpi", "auto on several hosts: transport %s, expected mpi",
             qcollMpiCommTransport(c));
+    int32_t local = -1;
+    qcollMpiCommLocalSize(c, &local);
+    t.check(local > 0 && local < g_size, "auto on several hosts: local size %d, expected fewer than %d", local, g_size);
     qcollMpiCommDestroy(c);
   }
   setenv("QCOLL_TRANSPORT", "shm", 1);
@@ -245,7 +276,7 @@ void check_small_devshm(Tally& t) {
 }  // namespace
 
 // Usage: test_mpi_transport [--several-hosts] [--small-devshm] [TRANSPORT...]
-// (default transports: shm mpi; none with --small-devshm)
+// (TRANSPORT: shm, mpi or mpi-alltoall; default shm mpi; none with --small-devshm)
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -262,11 +293,15 @@ int main(int argc, char** argv) {
   if (transports.empty() && !small_devshm) transports = {"shm", "mpi"};
   if (several_hosts) check_several_hosts(t);
   if (small_devshm) check_small_devshm(t);
-  for (const std::string& transport : transports) {
+  for (const std::string& name : transports) {
+    // "mpi-alltoall": the mpi transport with QCOLL_MPI_SCHEDULE=alltoall (default p2p).
+    const bool alltoall = name == "mpi-alltoall";
+    const std::string transport = alltoall ? "mpi" : name;
+    setenv("QCOLL_MPI_SCHEDULE", alltoall ? "alltoall" : "p2p", 1);
     const double t0 = MPI_Wtime();
     run_transport(transport.c_str(), t);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) std::printf("transport %s: %.1f s\n", transport.c_str(), MPI_Wtime() - t0);
+    if (g_rank == 0) std::printf("transport %s: %.1f s\n", name.c_str(), MPI_Wtime() - t0);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == 0) {

@@ -65,6 +65,15 @@ extern "C" qcollStatus qcollMpiCommSize(const qcollMpiComm* comm, int32_t* size)
   });
 }
 
+extern "C" qcollStatus qcollMpiCommLocalSize(const qcollMpiComm* comm, int32_t* local_size) {
+  return qcoll::api::guarded([&]() -> Status {
+    if (comm == nullptr) return null_arg("comm");
+    if (local_size == nullptr) return null_arg("local_size");
+    *local_size = comm->impl->local_size();
+    return Status::Ok();
+  });
+}
+
 extern "C" const char* qcollMpiCommTransport(const qcollMpiComm* comm) {
   return comm == nullptr ? nullptr : comm->impl->transport();
 }

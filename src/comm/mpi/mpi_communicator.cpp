@@ -16,14 +16,22 @@ namespace {
 // duplicated communicator: it never matches the collectives). Static: the sends are never
 // waited on, so their buffers must outlive any communicator.
 constexpr int kNoticeTag = 29000;
+// The data steps of the p2p schedule; MPI's non-overtaking order pairs a peer's steps with
+// this rank's receives in order, the tag per slot only keeps the steps in flight apart.
+constexpr int kDataTag = 28000;
 const int32_t kNoticeTimeout = 1, kNoticeError = 2;
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes)
-    : name_(std::move(name)), comm_(comm), window_bytes_(window_bytes) {
+MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, int local_size,
+                                 settings::MpiSchedule schedule)
+    : name_(std::move(name)),
+      comm_(comm),
+      local_size_(local_size),
+      window_bytes_(window_bytes),
+      schedule_(schedule) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &nranks_);
-  slot_bytes_ = round_up(window_bytes_ / 2, kWindowPartAlign);
+  slot_bytes_ = round_up(window_bytes_ / kDepth, kWindowPartAlign);
   MPI_Type_contiguous(static_cast<int>(kWindowPartAlign), MPI_BYTE, &block512_);
   MPI_Type_commit(&block512_);
   records_ = new unsigned char[(static_cast<std::size_t>(nranks_) + 1) * kMaxRecordBytes]();
@@ -52,19 +60,20 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 std::size_t MpiCommunicator::max_part_bytes(StepShape::Kind kind) const {
-  // A send slot holds one part per destination (the window rule's reserve for exchange
-  // chunks); a receive slot one part per source.
-  if (kind == StepShape::Kind::PerDestination) return contract::window_slot_bytes(window_bytes_) / nranks_;
+  // A send slot holds one part per destination, within the window rule's reserve for
+  // exchange chunks too; a receive slot one part per source.
+  if (kind == StepShape::Kind::PerDestination)
+    return std::min(contract::window_slot_bytes(window_bytes_), slot_bytes_) / nranks_;
   return slot_bytes_ / nranks_ / kSegmentAlign * kSegmentAlign;
 }
 
 Status MpiCommunicator::ensure_buffers() {
   if (buffers_ != nullptr) return Status::Ok();
   // Allocated on first use; pages the calls never touch are never committed.
-  buffers_ = static_cast<unsigned char*>(std::aligned_alloc(4096, round_up(4 * slot_bytes_, 4096)));
+  const std::size_t bytes = 2 * kDepth * slot_bytes_;
+  buffers_ = static_cast<unsigned char*>(std::aligned_alloc(4096, round_up(bytes, 4096)));
   if (buffers_ == nullptr) {
-    return Status::Error(StatusCode::InnerError, "MPI transport: cannot allocate " +
-                                                     std::to_string(4 * slot_bytes_ >> 20) +
+    return Status::Error(StatusCode::InnerError, "MPI transport: cannot allocate " + std::to_string(bytes >> 20) +
                                                      " MB of staging buffers (2 x HCCL_BUFFSIZE)");
   }
   return Status::Ok();
@@ -106,8 +115,9 @@ Status MpiCommunicator::check_notices() {
               Notice::None);
 }
 
-Status MpiCommunicator::wait(MPI_Request& req, Clock::time_point deadline, const char* what) {
-  Status s = mpi::wait(req, deadline, std::string("MPI transport, ") + what, [this] { return check_notices(); });
+Status MpiCommunicator::wait(MPI_Request* reqs, int count, Clock::time_point deadline, const char* what) {
+  Status s = mpi::wait_all(reqs, count, deadline, std::string("MPI transport, ") + what,
+                           [this] { return check_notices(); });
   if (s.ok() || broken_) return s;  // broken_: by a notice, already recorded
   return fail(std::move(s), Clock::now() >= deadline ? Notice::Timeout : Notice::Error);
 }
@@ -122,60 +132,109 @@ Status MpiCommunicator::allgather_records(const void* mine, std::size_t bytes, v
                                   static_cast<int>(bytes), MPI_BYTE, comm_, &req),
                    "MPI_Iallgather");
   if (!s.ok()) return fail(std::move(s));
-  if (s = wait(req, deadline, "agreeing on the call"); !s.ok()) return s;
+  if (s = wait(&req, 1, deadline, "agreeing on the call"); !s.ok()) return s;
   std::memcpy(all, records_ + kMaxRecordBytes, static_cast<std::size_t>(nranks_) * bytes);
   return Status::Ok();
+}
+
+bool MpiCommunicator::StepInfo::pending() const {
+  for (MPI_Request r : reqs)
+    if (r != MPI_REQUEST_NULL) return true;
+  return false;
 }
 
 Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clock::time_point, Step* step) {
   if (broken_) return broken_status();
   if (Status s = ensure_buffers(); !s.ok()) return s;
   const uint64_t g = next_step_;
-  // The parity's previous step was waited for before this one began (at most two in flight).
-  if (reqs_[g & 1] != MPI_REQUEST_NULL) return Status::Error(StatusCode::InnerError, "MPI transport: step still in flight");
+  // The slot's previous step was waited for before this one began (at most kDepth in flight).
+  StepInfo& info = steps_[slot_of(g)];
+  if (info.pending()) return Status::Error(StatusCode::InnerError, "MPI transport: step still in flight");
   if (shape.part_bytes() * nranks_ > slot_bytes_) {
     return Status::Error(StatusCode::InnerError, "MPI transport: a step larger than its slot");
   }
-  steps_[g & 1] = StepInfo{shape, what};
+  info.shape = shape;
+  info.what = what;
+  info.reqs.assign(schedule_ == settings::MpiSchedule::P2p ? 2 * static_cast<std::size_t>(nranks_ - 1) : 1,
+                   MPI_REQUEST_NULL);
   next_step_ = g + 1;
   *step = g;
   return Status::Ok();
 }
 
 PartRegion MpiCommunicator::region(Step s, int dest) {
-  return steps_[s & 1].shape.part_in<PartRegion>(send_slot(s), dest);
+  return steps_[slot_of(s)].shape.part_in<PartRegion>(send_slot(s), dest);
+}
+
+// Every receive first (so that no message waits for its buffer), then the sends, peer
+// me+1 first: at any moment the ranks send to different peers.
+Status MpiCommunicator::start_p2p(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  const StepShape& shape = info.shape;
+  StepShape per_source = shape;  // a receive slot holds one part per source
+  per_source.kind = StepShape::Kind::PerDestination;
+  const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
+  const int tag = kDataTag + static_cast<int>(slot_of(s));
+  MPI_Request* req = info.reqs.data();
+  for (int j = 1; j < nranks_; ++j) {
+    const int src = (rank_ - j + nranks_) % nranks_;
+    unsigned char* into = per_source.part_in<PartRegion>(recv_slot(s), src).seg[0];
+    if (Status st = check(MPI_Irecv(into, count, block512_, src, tag, comm_, req++), "MPI_Irecv"); !st.ok()) return st;
+  }
+  for (int j = 1; j < nranks_; ++j) {
+    const int dst = (rank_ + j) % nranks_;
+    const unsigned char* from = shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), dst).seg[0];
+    if (Status st = check(MPI_Isend(from, count, block512_, dst, tag, comm_, req++), "MPI_Isend"); !st.ok()) return st;
+  }
+  return Status::Ok();
 }
 
 Status MpiCommunicator::publish(Step s) {
   if (broken_) return broken_status();
-  const StepShape& shape = steps_[s & 1].shape;
+  StepInfo& info = steps_[slot_of(s)];
+  const StepShape& shape = info.shape;
   const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
-  MPI_Request& req = reqs_[s & 1];
-  Status st = shape.kind == StepShape::Kind::Same
-                  ? check(MPI_Iallgather(send_slot(s), count, block512_, recv_slot(s), count, block512_, comm_, &req),
-                          "MPI_Iallgather")
-                  : check(MPI_Ialltoall(send_slot(s), count, block512_, recv_slot(s), count, block512_, comm_, &req),
-                          "MPI_Ialltoall");
+  Status st;
+  if (schedule_ == settings::MpiSchedule::P2p) {
+    st = start_p2p(s);
+  } else {
+    MPI_Request& req = info.reqs[0];
+    st = shape.kind == StepShape::Kind::Same
+             ? check(MPI_Iallgather(send_slot(s), count, block512_, recv_slot(s), count, block512_, comm_, &req),
+                     "MPI_Iallgather")
+             : check(MPI_Ialltoall(send_slot(s), count, block512_, recv_slot(s), count, block512_, comm_, &req),
+                     "MPI_Ialltoall");
+  }
   return st.ok() ? st : fail(std::move(st));
 }
 
 Status MpiCommunicator::wait_step(Step s, Clock::time_point deadline) {
   if (broken_) return broken_status();
-  return wait(reqs_[s & 1], deadline, steps_[s & 1].what);
+  StepInfo& info = steps_[slot_of(s)];
+  return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);
 }
 
 PartView MpiCommunicator::view(Step s, int src) const {
-  StepShape per_source = steps_[s & 1].shape;  // a receive slot holds one part per source
+  const StepInfo& info = steps_[slot_of(s)];
+  if (src == rank_ && schedule_ == settings::MpiSchedule::P2p) {
+    // Never sent: read where it was written (the Same part, or this rank's part of the send slot).
+    return info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), src);
+  }
+  StepShape per_source = info.shape;  // a receive slot holds one part per source
   per_source.kind = StepShape::Kind::PerDestination;
   return per_source.part_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), src);
 }
 
 Status MpiCommunicator::progress() {
   if (broken_) return broken_status();
-  for (MPI_Request& req : reqs_) {
-    if (req == MPI_REQUEST_NULL) continue;
-    bool done = false;  // drives the transfer; a completed request becomes MPI_REQUEST_NULL
-    if (Status s = test(req, done); !s.ok()) return fail(std::move(s));
+  // One test of the oldest step in flight drives MPI's progress engine for all of them.
+  for (uint64_t g = next_step_ >= kDepth ? next_step_ - kDepth : 0; g < next_step_; ++g) {
+    StepInfo& info = steps_[slot_of(g)];
+    if (!info.pending()) continue;
+    bool done = false;
+    if (Status st = test_all(info.reqs.data(), static_cast<int>(info.reqs.size()), done); !st.ok())
+      return fail(std::move(st));
+    break;
   }
   return Status::Ok();
 }

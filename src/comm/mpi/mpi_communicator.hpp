@@ -1,20 +1,25 @@
 // The MPI transport (ranks on several hosts, or any ranks when QCOLL_TRANSPORT=mpi): a
 // duplicate of the user's MPI communicator with MPI_ERRORS_RETURN, and nonblocking
-// collectives polled with MPI_Test against the caller's deadline.
+// transfers polled with MPI_Test against the caller's deadline.
 //
-// The step primitives of communicator.hpp: region() is a part of the send slot of the
-// step's parity, publish() starts MPI_Ialltoall (PerDestination) or MPI_Iallgather (Same)
-// into the receive slot, wait_step() polls it, view() reads the receive slot, progress()
-// tests the requests in flight (so the next chunk moves while the caller reduces this one).
-// Two send and two receive slots of HCCL_BUFFSIZE/2 MB each; records go through
-// MPI_Iallgather of their own small buffers.
+// The step primitives of communicator.hpp: region() is a part of the send slot of the step,
+// publish() starts the step's transfers into its receive slot, wait_step() polls them,
+// view() reads the receive slot (this rank's own part: the send slot), progress() tests the
+// transfers in flight (so later chunks move while the caller reduces this one). kDepth send
+// and kDepth receive slots of HCCL_BUFFSIZE/kDepth each (2 x HCCL_BUFFSIZE in all), so up
+// to kDepth steps are in flight. Two schedules (QCOLL_MPI_SCHEDULE, read at creation):
+//   p2p (default)  MPI_Irecv from and MPI_Isend to every peer, peer me+j sent to j-th and
+//                  me-j received from j-th (j = 1..n-1), so that at any moment the ranks
+//                  send to different peers; nothing goes through MPI for this rank's own part;
+//   alltoall       MPI_Ialltoall (PerDestination) or MPI_Iallgather (Same) per step.
+// Records go through MPI_Iallgather of their own small buffers.
 //
-// After a timeout MPI may still write into this communicator's buffers (a collective cannot
-// be cancelled), so a broken communicator never frees them and never uses MPI again, except
-// that a rank that breaks by itself (a timeout, an MPI error) first sends every peer a short
-// notice (point-to-point, never waited on): a peer that was absent from the call reads it at
-// its next step and fails at once, saying the group broke, instead of waiting for its own
-// timeout.
+// After a timeout MPI may still write into this communicator's buffers (a transfer cannot
+// be cancelled reliably), so a broken communicator never frees them and never uses MPI
+// again, except that a rank that breaks by itself (a timeout, an MPI error) first sends every
+// peer a short notice (point-to-point, never waited on): a peer that was absent from the
+// call reads it at its next step and fails at once, saying the group broke, instead of
+// waiting for its own timeout.
 #pragma once
 #include <mpi.h>
 
@@ -24,13 +29,16 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "qcoll/settings.hpp"
 
 namespace qcoll::comm::mpi {
 
 class MpiCommunicator final : public Communicator {
  public:
-  // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set).
-  MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes);
+  // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set). `local_size`: the
+  // ranks of `comm` on this host (MPI_Comm_split_type SHARED).
+  MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, int local_size,
+                  settings::MpiSchedule schedule);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -39,12 +47,14 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return nranks_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "mpi"; }
+  int local_size() const override { return local_size_; }
   std::size_t window_bytes() const override { return window_bytes_; }
 
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
   std::size_t max_part_bytes(StepShape::Kind kind) const override;
   bool own_part_in_place() const override { return false; }
   bool async_transfers() const override { return true; }
+  int max_steps_in_flight() const override { return kDepth; }
   Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
   PartRegion region(Step s, int dest) override;
   Status publish(Step s) override;
@@ -58,19 +68,24 @@ class MpiCommunicator final : public Communicator {
   std::string broken_reason() const override { return broken_reason_; }
 
  private:
+  static constexpr int kDepth = 4;  // steps in flight (slots per direction)
   struct StepInfo {
     StepShape shape;
     const char* what = "";
+    std::vector<MPI_Request> reqs;  // this step's transfers; all MPI_REQUEST_NULL once done
+    bool pending() const;
   };
   Status ensure_buffers();
-  unsigned char* send_slot(std::size_t i) const { return buffers_ + (i & 1) * slot_bytes_; }
-  unsigned char* recv_slot(std::size_t i) const { return buffers_ + (2 + (i & 1)) * slot_bytes_; }
+  static std::size_t slot_of(Step s) { return static_cast<std::size_t>(s % kDepth); }
+  unsigned char* send_slot(Step s) const { return buffers_ + slot_of(s) * slot_bytes_; }
+  unsigned char* recv_slot(Step s) const { return buffers_ + (kDepth + slot_of(s)) * slot_bytes_; }
+  Status start_p2p(Step s);
   // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
   // error) sends every peer the notice of that kind; one told by a notice sends none.
   enum class Notice { None, Timeout, Error };
   Status fail(Status s, Notice notice = Notice::Error);
   Status broken_status() const;
-  Status wait(MPI_Request& req, Clock::time_point deadline, const char* what);
+  Status wait(MPI_Request* reqs, int count, Clock::time_point deadline, const char* what);
   Status check_notices();  // RUNTIME_ERROR (and broken) once a peer's notice arrived
 
   std::string name_;
@@ -78,9 +93,11 @@ class MpiCommunicator final : public Communicator {
   MPI_Datatype block512_ = MPI_DATATYPE_NULL;  // 512 contiguous bytes: counts stay small
   int rank_ = 0;
   int nranks_ = 0;
+  int local_size_ = 1;
   std::size_t window_bytes_ = 0;
+  settings::MpiSchedule schedule_ = settings::MpiSchedule::P2p;
   std::size_t slot_bytes_ = 0;
-  unsigned char* buffers_ = nullptr;  // 2 send slots, then 2 receive slots
+  unsigned char* buffers_ = nullptr;  // kDepth send slots, then kDepth receive slots
   bool broken_ = false;
   std::string broken_reason_;
   // The buffers of the records all-gather: record 0 sent, 1 .. n received
@@ -89,8 +106,7 @@ class MpiCommunicator final : public Communicator {
   // peer's message would still be written there.
   unsigned char* records_ = nullptr;
   uint64_t next_step_ = 0;
-  StepInfo steps_[2];                                      // by parity
-  MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // by parity
+  StepInfo steps_[kDepth];  // by slot
 };
 
 }  // namespace qcoll::comm::mpi

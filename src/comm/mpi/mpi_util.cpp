@@ -21,12 +21,24 @@ Status test(MPI_Request& req, bool& done) {
   return s;
 }
 
+Status test_all(MPI_Request* reqs, int count, bool& done) {
+  int flag = 0;
+  Status s = check(MPI_Testall(count, reqs, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+  done = s.ok() && flag != 0;
+  return s;
+}
+
 Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what,
             const std::function<Status()>& between) {
+  return wait_all(&req, 1, deadline, what, between);
+}
+
+Status wait_all(MPI_Request* reqs, int count, Clock::time_point deadline, const std::string& what,
+                const std::function<Status()>& between) {
   Backoff backoff;
   for (;;) {
     bool done = false;
-    if (Status s = test(req, done); !s.ok()) return Status::Error(s.code, what + ": " + s.message);
+    if (Status s = test_all(reqs, count, done); !s.ok()) return Status::Error(s.code, what + ": " + s.message);
     if (done) return Status::Ok();
     if (between && backoff.time_to_check()) {
       if (Status s = between(); !s.ok()) return s;

@@ -20,9 +20,14 @@ Status check(int rc, const char* call);
 // and then between polls; an error from it ends the wait with that error.
 Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what,
             const std::function<Status()>& check = {});
+// The same for `count` requests (all of them complete; completed ones become MPI_REQUEST_NULL).
+Status wait_all(MPI_Request* reqs, int count, Clock::time_point deadline, const std::string& what,
+                const std::function<Status()>& check = {});
 
 // Tests `req` once; sets done. Errors as check().
 Status test(MPI_Request& req, bool& done);
+// Tests `count` requests once (MPI_Testall); done when all completed.
+Status test_all(MPI_Request* reqs, int count, bool& done);
 
 // QCOLL_TIMEOUT_S (settings::call_timeout) from now: the deadline of communicator creation.
 Clock::time_point creation_deadline();

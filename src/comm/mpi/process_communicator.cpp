@@ -171,7 +171,7 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
                                  "(use auto or mpi)"));
   }
   if (transport == kMpi || (transport == kAuto && !one_host)) {
-    out = std::make_shared<MpiCommunicator>(name, dup, window);
+    out = std::make_shared<MpiCommunicator>(name, dup, window, host_size, settings::mpi_schedule());
     return Status::Ok();
   }
   bool mpi_pending = false, no_space = false;
@@ -185,7 +185,7 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
                    "MPI transport (lower HCCL_BUFFSIZE or enlarge /dev/shm for shared memory)\n",
                    name, static_cast<std::size_t>(size), window / kMiB);
     }
-    out = std::make_shared<MpiCommunicator>(name, dup, window);
+    out = std::make_shared<MpiCommunicator>(name, dup, window, host_size, settings::mpi_schedule());
     return Status::Ok();
   }
   return release_dup(s);      // the shared-memory transport needs MPI no more
