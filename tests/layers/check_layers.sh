@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that the build enforces the layer graph (src/CMakeLists.txt, docs/architecture.md):
 # for every pair of layers (L, M), a file of L that includes a header of M preprocesses
-# with L's include root exactly when L may use M, and otherwise fails with "No such file".
+# with L's include root exactly when L may use M, and otherwise fails with "No such file" (gcc) or "file not found" (clang).
 # Usage: check_layers.sh CXX SRC_DIR LAYER_ROOT INCLUDE_DIR   (the vendor headers of
 # qcoll::ascend, INCLUDE_DIR/qcoll/ascend, are public like the rest of INCLUDE_DIR)
 set -u
@@ -31,7 +31,7 @@ for L in $layers; do
     expect=fail
     if [ "$L" = "$M" ] || [[ " ${allowed[$L]} " == *" $M "* ]]; then expect=ok; fi
     if out=$("$cxx" -std=c++20 -E -o /dev/null -I"$root/$L" -I"$inc" -I"$inc/qcoll/ascend" "$tmp/t.cpp" 2>&1); then got=ok; else got=fail; fi
-    if [ "$got" = "$expect" ] && { [ "$got" = ok ] || grep -q "No such file" <<<"$out"; }; then
+    if [ "$got" = "$expect" ] && { [ "$got" = ok ] || grep -qE "No such file|file not found" <<<"$out"; }; then
       pass=$((pass + 1))
     else
       fail=$((fail + 1))
