@@ -48,6 +48,7 @@ step "asan build" nice cmake --build build-asan -j "$JOBS"
 # leaks what MPI_Init allocates, from components it dlopen()s and unloads, so the leak
 # stacks end in "<unknown module>" and no suppression can name them. ASan (use-after-free,
 # overflows) and UBSan stay on for them; every other test runs with LeakSanitizer.
+# (Tests that start mpirun are named mpi.* or CliBench.Mpi*.)
 MPI_TESTS='^mpi\.|^CliBench\.Mpi'
 step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E "$MPI_TESTS"
 step "asan ctest (MPI, no leak check)" env ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \

@@ -175,7 +175,7 @@ TEST_F(CliBench, InputsQuantizedBf16Fp32) {
 // pointed at a file that does not exist, so it must be unavailable. Every row's fastest peer
 // is the fastest of the peers its input is compared with (any for pre-quantized input, the
 // fp32 peers for fp32 input).
-TEST_F(CliBench, AbsentPeersAreUnavailableNotAnError) {
+TEST_F(CliBench, MpiAbsentPeersAreUnavailableNotAnError) {
 #ifndef QCOLL_HAVE_MPI
   GTEST_SKIP() << "built without MPI";
 #else
@@ -217,7 +217,7 @@ TEST_F(CliBench, AbsentPeersAreUnavailableNotAnError) {
 // The plugin peers themselves (oneCCL; torch gloo), where bench/install_peers.sh has
 // installed them (not in CI): timed in every row, their results agree with the MPI fp32
 // peer's.
-TEST_F(CliBench, PluginPeersWhereInstalled) {
+TEST_F(CliBench, MpiPluginPeersWhereInstalled) {
 #ifndef QCOLL_HAVE_MPI
   GTEST_SKIP() << "built without MPI";
 #else
