@@ -65,6 +65,7 @@
 #include "formats/traits.hpp"
 #include "kernels/output_cast.hpp"
 #include "qcoll/formats.hpp"
+#include "qcoll/settings.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/dequant_reduce_simd.cpp"
@@ -1024,14 +1025,6 @@ HWY_EXPORT(DequantReduceSimd);
 
 namespace {
 
-bool force_scalar() {
-  static const bool forced = [] {
-    const char* e = std::getenv("QCOLL_KERNEL");
-    return e != nullptr && std::string(e) == "scalar";
-  }();
-  return forced;
-}
-
 void throw_if_bad(const ReduceArgs& a) {
   if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
 }
@@ -1040,7 +1033,7 @@ void throw_if_bad(const ReduceArgs& a) {
 
 void dequant_reduce(const ReduceArgs& a) {
   throw_if_bad(a);
-  if (force_scalar()) {
+  if (settings::kernel() == settings::Kernel::Scalar) {
     dequant_reduce_scalar(a);
     return;
   }
@@ -1049,7 +1042,7 @@ void dequant_reduce(const ReduceArgs& a) {
 }
 
 const char* dequant_reduce_target() {
-  if (force_scalar()) return "scalar";
+  if (settings::kernel() == settings::Kernel::Scalar) return "scalar";
   return core::best_simd_target_name();
 }
 
