@@ -55,7 +55,8 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
     name = group_name(group)
 
     def check():
-        return (*_input(x, x_dtype, "x", "e.g. 'hifloat8'"), *_input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'"),
+        return (*_input(x, x_dtype, "x", "e.g. 'hifloat8'"),
+                *_input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'"),
                 optional_dtype(output_dtype, "output_dtype"))
 
     xb, xt, sb, st, ot = _checked(which, name, stream, check)

@@ -5,7 +5,7 @@ Under ``torchrun --nproc_per_node 4 script.py`` (gloo), every rank calls::
     import torch.distributed as dist
     import qcoll.torch as qt
     dist.init_process_group("gloo")
-    out = qt.all_reduce(x, mode="kg-int8")                # float in, quantized on the wire
+    out = qt.all_reduce(x, mode="kg-int8")                # float in: the fused operator (quantized on the wire)
     out = qt.quant_reduce_scatter(q, scales)              # already quantized (q, scales)
     work = qt.all_reduce(x, async_op=True); ...; out = work.wait()
 
