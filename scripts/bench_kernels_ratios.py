@@ -3,8 +3,10 @@
 
 Usage: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
            --benchmark_format=json > k.json
-       scripts/bench_kernels_ratios.py k.json
-Uses the medians of that one run. "wall" ratios use bytes/s over real time (what the
+       scripts/bench_kernels_ratios.py [--stat median|min] k.json
+Uses the medians (default) or the fastest repetitions ("min": bytes per iteration over the
+least real time; the least disturbed estimate when other processes load the machine) of
+that one run. "wall" ratios use bytes/s over real time (what the
 benchmark reports); "cpu" ratios use the same bytes over CPU time, which is the better
 estimate of the work when other processes share the cores. Prints the path table (memcpy,
 scalar, simd, 2 threads; cases where all ran) and the per-target table (kernel/.../target:T
@@ -14,19 +16,23 @@ import json
 import sys
 
 
-def main(path):
+def main(path, stat):
     with open(path) as f:
         doc = json.load(f)
-    wall, cpu = {}, {}
+    agg = {}
     for b in doc["benchmarks"]:
-        if b.get("aggregate_name") != "median" or b.get("error_occurred"):
+        if b.get("run_type") == "aggregate" and not b.get("error_occurred"):
+            agg.setdefault(b["run_name"].removesuffix("/real_time"), {})[b["aggregate_name"]] = b
+    wall, cpu = {}, {}
+    for name, a in agg.items():
+        if "median" not in a or stat not in a:
             continue
-        name = b["run_name"].removesuffix("/real_time")
-        wall[name] = b["bytes_per_second"]
-        # bytes per iteration = bytes/s * real time; the same bytes over CPU time.
-        cpu[name] = b["bytes_per_second"] * b["real_time"] / b["cpu_time"]
+        # bytes per iteration = median bytes/s * median real time (the same every iteration).
+        per_iter = a["median"]["bytes_per_second"] * a["median"]["real_time"]
+        wall[name] = per_iter / a[stat]["real_time"]
+        cpu[name] = per_iter / a[stat]["cpu_time"]
     print("target:", doc["context"].get("dequant_reduce_target", "?"),
-          "| load average:", doc["context"].get("load_avg", "?"))
+          "| load average:", doc["context"].get("load_avg", "?"), "| statistic:", stat)
     cases = [n[len("memcpy/"):] for n in wall if n.startswith("memcpy/")]
 
     rows = []
@@ -45,7 +51,7 @@ def main(path):
             print(f"{case:<24}{mc / 1e9:>8.2f}{sc / 1e9:>8.2f}{sd / 1e9:>8.2f}{t2 / 1e9:>8.2f}"
                   f"{sd / mc:>13.2f}{sd / sc:>13.2f}{t2 / mc:>13.2f}{csd / cmc:>18.2f}"
                   f"{csd / csc:>13.2f}")
-        print("(GB/s = 1e9 bytes touched per second, wall-clock medians)")
+        print(f"(GB/s = 1e9 bytes touched per second, wall clock, {stat} of the repetitions)")
 
     targets = []
     for n in wall:
@@ -67,8 +73,13 @@ def main(path):
                 wr.append(f"{wall[k] / wall[name]:>10.2f}" if k in wall else f"{'-':>10}")
                 cr.append(f"{cpu[k] / cpu[name]:>10.2f}" if k in cpu else f"{'-':>10}")
             print(line + "".join(wr) + "      " + "".join(cr))
-        print("(kernel / memcpy bytes-touched throughput, medians; left wall clock, right CPU time)")
+        print(f"(kernel / memcpy bytes-touched throughput, {stat} of the repetitions; left wall "
+              "clock, right CPU time)")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/dev/stdin")
+    args = sys.argv[1:]
+    stat = "median"
+    if len(args) >= 2 and args[0] == "--stat":
+        stat, args = args[1], args[2:]
+    main(args[0] if args else "/dev/stdin", stat)
