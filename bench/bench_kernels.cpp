@@ -10,6 +10,13 @@
 //                                        AVX3, AVX2 where the CPU runs T
 //   memcpy/<mode>/<out>/n:<n>            memcpy of half that many bytes (the other half is
 //                                        the write), i.e. the same bytes touched
+//   paired/<mode>/<out>/n:<n>/<T>        each iteration a memcpy then the kernel on target T
+//                                        ("simd" = dequant_reduce), back to back; counter
+//                                        kernel_vs_memcpy = memcpy time / kernel time (the
+//                                        throughput ratio: same bytes), memcpy_GBps,
+//                                        kernel_GBps. Neighbouring runs see the same load, so
+//                                        on a shared machine this ratio is far steadier than
+//                                        one of two separately timed benchmarks.
 // Modes: kg_int8, kg_hif8, kg_e4m3, kg_e5m2, mx_e4m3, mx_e5m2; outputs bfloat16, float16,
 // float. Run: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // and compare medians; scripts/bench_kernels_ratios.py prints the ratios from JSON output
@@ -20,6 +27,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -133,6 +141,40 @@ void run_memcpy(benchmark::State& st, Case c) {
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * 2 * half));
 }
 
+// One kernel call on `path` ("simd" or a target name).
+void call_kernel(const ReduceArgs& a, const std::string& path) {
+  if (path == "simd") {
+    qcoll::kernels::dequant_reduce(a);
+  } else {
+    qcoll::kernels::dequant_reduce_on_target(path, a);
+  }
+}
+
+void run_paired(benchmark::State& st, Case c, std::string path) {
+  const ReduceArgs a = c.args();
+  Data& d = data();
+  const std::size_t half = touched_bytes(a) / 2;
+  using clock = std::chrono::steady_clock;
+  double tm = 0, tk = 0;
+  for (auto _ : st) {
+    const auto t0 = clock::now();
+    std::memcpy(d.copy_dst.data(), d.copy_src.data(), half);
+    benchmark::DoNotOptimize(d.copy_dst.data());
+    benchmark::ClobberMemory();
+    const auto t1 = clock::now();
+    call_kernel(a, path);
+    benchmark::DoNotOptimize(a.out);
+    benchmark::ClobberMemory();
+    const auto t2 = clock::now();
+    tm += std::chrono::duration<double>(t1 - t0).count();
+    tk += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double bytes = static_cast<double>(st.iterations()) * static_cast<double>(touched_bytes(a));
+  st.counters["kernel_vs_memcpy"] = tk > 0 ? tm / tk : 0;
+  st.counters["memcpy_GBps"] = tm > 0 ? bytes / tm / 1e9 : 0;
+  st.counters["kernel_GBps"] = tk > 0 ? bytes / tk / 1e9 : 0;
+}
+
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
 }  // namespace
@@ -166,6 +208,12 @@ int main(int argc, char** argv) {
         }
         benchmark::RegisterBenchmark(("memcpy/" + base).c_str(), run_memcpy, c)
             ->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", min_of);
+        std::vector<std::string> paired = {"simd"};
+        for (const std::string& t : targets) paired.push_back(t);
+        for (const std::string& path : paired) {
+          benchmark::RegisterBenchmark(("paired/" + base + "/" + path).c_str(), run_paired, c, path)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+        }
       }
     }
   }

@@ -21,7 +21,8 @@ def main(path, stat):
         doc = json.load(f)
     agg = {}
     for b in doc["benchmarks"]:
-        if b.get("run_type") == "aggregate" and not b.get("error_occurred"):
+        if (b.get("run_type") == "aggregate" and not b.get("error_occurred")
+                and not b["run_name"].startswith("paired/")):
             agg.setdefault(b["run_name"].removesuffix("/real_time"), {})[b["aggregate_name"]] = b
     wall, cpu = {}, {}
     for name, a in agg.items():
@@ -77,9 +78,45 @@ def main(path, stat):
               "clock, right CPU time)")
 
 
+def paired_table(path):
+    """kernel_vs_memcpy of the paired/<case>/<target> benchmarks: median of the repetitions."""
+    with open(path) as f:
+        doc = json.load(f)
+    med = {}
+    for b in doc["benchmarks"]:
+        name = b["run_name"].removesuffix("/real_time")
+        if not name.startswith("paired/") or b.get("aggregate_name") != "median":
+            continue
+        med[name] = b
+    if not med:
+        return
+    cases, targets = [], []
+    for name in med:
+        case, target = name[len("paired/"):].rsplit("/", 1)
+        if case not in cases:
+            cases.append(case)
+        if target not in targets:
+            targets.append(target)
+    print()
+    print(f"{'paired: case':<24}" + "".join(f"{t:>10}" for t in targets) + f"{'memcpy GB/s':>14}")
+    for case in cases:
+        row = f"{case:<24}"
+        mc = []
+        for t in targets:
+            b = med.get(f"paired/{case}/{t}")
+            row += f"{b['kernel_vs_memcpy']:>10.2f}" if b else f"{'-':>10}"
+            if b:
+                mc.append(b["memcpy_GBps"])
+        row += f"{(sum(mc) / len(mc) if mc else 0):>14.2f}"
+        print(row)
+    print("(kernel / memcpy throughput, memcpy and kernel run back to back in every iteration; "
+          "median of the repetitions; memcpy GB/s: the mean over the row's runs)")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     stat = "median"
     if len(args) >= 2 and args[0] == "--stat":
         stat, args = args[1], args[2:]
     main(args[0] if args else "/dev/stdin", stat)
+    paired_table(args[0] if args else "/dev/stdin")
