@@ -49,6 +49,7 @@ class Tally {
     return sum[1] == 0 ? 0 : 1;
   }
   long long failures() const { return failures_; }
+  long long checks() const { return checks_; }
 
  private:
   int rank_;

@@ -8,12 +8,19 @@
 #
 # Usage: two_hosts.sh MPIRUN PROGRAM [ARGS...]   (runs PROGRAM with 4 ranks, 2 per host)
 # Exit 77 (skipped) when namespaces cannot be made here (needs root / CAP_SYS_ADMIN + CAP_NET_ADMIN).
+# TWO_HOSTS_TIMEOUT (seconds, default 300): mpirun is killed after that long. (After a rank
+# died under --enable-recovery, Open MPI 4.1's mpirun and the second host's orted stay up
+# once every process has exited; a test of that judges by the program's output instead.)
 set -uo pipefail
 MPIRUN=$1; shift
 tag="qc$$"
 nsa="${tag}a"; nsb="${tag}b"
 work=$(mktemp -d)
-cleanup() { ip netns del "$nsa" 2>/dev/null; ip netns del "$nsb" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+  # Whatever this run left in its namespaces (an orted that outlived mpirun) goes with them.
+  for ns in "$nsa" "$nsb"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null; done
+  ip netns del "$nsa" 2>/dev/null; ip netns del "$nsb" 2>/dev/null; rm -rf "$work"
+}
 trap cleanup EXIT
 
 setup() {
@@ -52,7 +59,7 @@ printf '127.0.10.1 slots=2\n127.0.10.2 slots=2\n' > "$work/hosts"
 # The first host keeps this machine's name; make the namespaces' view explicit in the log.
 echo "two_hosts: host a = 127.0.10.1 ($nsa), host b = 127.0.10.2 ($nsb, hostname qcoll-host-b)"
 ip netns exec "$nsa" unshare --uts /bin/sh -c 'hostname qcoll-host-a; exec "$@"' sh \
-  timeout 300 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np 4 --map-by node \
+  timeout -k 5 "${TWO_HOSTS_TIMEOUT:-300}" "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np 4 --map-by node \
   --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
   --mca btl_tcp_if_include 127.0.10.0/24 --mca oob_tcp_if_include 127.0.10.0/24 \
   --mca btl_vader_single_copy_mechanism none "$@"
