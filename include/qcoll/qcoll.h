@@ -23,8 +23,16 @@ typedef int32_t qcollStatus;
 #define QCOLL_RUNTIME_ERROR 361001
 #define QCOLL_INNER_ERROR 561000
 
+/* The enums below take every int32_t value in C++ as in C (a fixed underlying type), so a
+ * value outside them, e.g. from a vendor enum, is well defined and refused by phase one. */
+#ifdef __cplusplus
+#define QCOLL_ENUM_INT32 : int32_t
+#else
+#define QCOLL_ENUM_INT32
+#endif
+
 /* Values follow ACL's aclDataType where it has them. */
-typedef enum {
+typedef enum QCOLL_ENUM_INT32 {
   QCOLL_DT_FLOAT = 0,
   QCOLL_DT_FLOAT16 = 1,
   QCOLL_DT_INT8 = 2,
@@ -36,7 +44,7 @@ typedef enum {
   QCOLL_DT_FLOAT8_E8M0 = 37
 } qcollDataType;
 
-typedef enum { QCOLL_FORMAT_ND = 2 } qcollFormat; /* ACL_FORMAT_ND is 2 */
+typedef enum QCOLL_ENUM_INT32 { QCOLL_FORMAT_ND = 2 } qcollFormat; /* ACL_FORMAT_ND is 2 */
 
 typedef struct qcollTensor qcollTensor;
 typedef struct qcollOpExecutor qcollOpExecutor;

@@ -74,9 +74,9 @@ qcollTensor* create_guarded(const int64_t* viewDims, uint64_t viewDimsNum, int32
 
 extern "C" {
 
-// A C caller may pass any int as an enum; in C++ loading an enum object that holds a value
-// outside the enumerators' range is undefined (UBSan: "load of invalid value"). So the enum
-// parameters are only ever read as plain integers (memcpy); phase one reports unknown values.
+// A C caller may pass any int as an enum. qcoll.h gives the enums int32_t as their fixed
+// underlying type in C++, so every value is well defined; they are read here as plain
+// integers (memcpy) and phase one reports unknown values.
 static_assert(sizeof(qcollDataType) == sizeof(int32_t) && sizeof(qcollFormat) == sizeof(int32_t));
 #define QCOLL_RAW_ENUM(name) \
   int32_t raw_##name;        \
