@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -337,13 +338,18 @@ class Service {
   }
 
   Status add(std::unique_ptr<Rendezvous> rv) {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
     if (!running_) {
       if (wake_fd_ < 0) wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
       if (wake_fd_ < 0)
         return Status::Error(StatusCode::InnerError, std::string("unique id: eventfd: ") + std::strerror(errno));
       std::thread(&Service::loop, this).detach();
       running_ = true;
+      // Return only once the thread runs its loop: its start-up (the runtime's allocations,
+      // outside mu_) must not overlap a fork() by the caller, or the child can inherit a
+      // locked allocator (seen under clang-14's ASan). From here on it allocates only under
+      // mu_, which the fork handlers hold.
+      loop_started_cv_.wait(lk, [&] { return loop_started_; });
     }
     rvs_.push_back(std::move(rv));
     const uint64_t one = 1;
@@ -363,12 +369,15 @@ class Service {
     rvs_.clear();
     close_fd(wake_fd_);
     running_ = false;
+    loop_started_ = false;
     mu_.unlock();
   }
 
   void loop() {
     std::vector<pollfd> pfds;
     std::unique_lock<std::mutex> lk(mu_);
+    loop_started_ = true;
+    loop_started_cv_.notify_all();
     for (;;) {
       pfds.clear();
       pfds.push_back({wake_fd_, POLLIN, 0});
@@ -456,6 +465,8 @@ class Service {
   std::vector<std::unique_ptr<Rendezvous>> rvs_;
   int wake_fd_ = -1;
   bool running_ = false;
+  bool loop_started_ = false;  // the thread is in loop() (see add)
+  std::condition_variable loop_started_cv_;
 };
 
 }  // namespace
