@@ -309,20 +309,25 @@ TEST(CoreSettings, TransportValuesAndError) {
 }
 
 TEST(CoreSettings, MpiScheduleValues) {
-  EXPECT_EQ(s::parse_mpi_schedule(nullptr), s::MpiSchedule::P2p);
-  EXPECT_EQ(s::parse_mpi_schedule(""), s::MpiSchedule::P2p);
+  EXPECT_EQ(s::parse_mpi_schedule(nullptr), s::MpiSchedule::Hosts);
+  EXPECT_EQ(s::parse_mpi_schedule(""), s::MpiSchedule::Hosts);
+  EXPECT_EQ(s::parse_mpi_schedule("hosts"), s::MpiSchedule::Hosts);
   EXPECT_EQ(s::parse_mpi_schedule("p2p"), s::MpiSchedule::P2p);
   EXPECT_EQ(s::parse_mpi_schedule("alltoall"), s::MpiSchedule::Alltoall);
-  for (const char* bad : {"P2P", "ring", "all-to-all"}) EXPECT_FALSE(s::parse_mpi_schedule(bad)) << bad;
+  for (const char* bad : {"P2P", "ring", "all-to-all", "host"}) EXPECT_FALSE(s::parse_mpi_schedule(bad)) << bad;
   {
     EnvVar e(s::kMpiScheduleName, "alltoall");
     EXPECT_EQ(s::mpi_schedule(), s::MpiSchedule::Alltoall);
   }
+  {
+    EnvVar e(s::kMpiScheduleName, "p2p");
+    EXPECT_EQ(s::mpi_schedule(), s::MpiSchedule::P2p);
+  }
   EnvVar e(s::kMpiScheduleName, "ring");
   testing::internal::CaptureStderr();
-  EXPECT_EQ(s::mpi_schedule(), s::MpiSchedule::P2p);
+  EXPECT_EQ(s::mpi_schedule(), s::MpiSchedule::Hosts);
   EXPECT_EQ(testing::internal::GetCapturedStderr(),
-            "qcoll: warning: QCOLL_MPI_SCHEDULE: must be p2p or alltoall, got 'ring'; using p2p\n");
+            "qcoll: warning: QCOLL_MPI_SCHEDULE: must be hosts, p2p or alltoall, got 'ring'; using hosts\n");
 }
 
 TEST(CoreSettings, KernelValues) {

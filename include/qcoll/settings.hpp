@@ -66,13 +66,15 @@ std::optional<Kernel> parse_kernel(const char* text);
 Kernel kernel();  // the first call's reading, for the whole process (warning if bad)
 
 // ---- QCOLL_MPI_SCHEDULE: how the MPI transport moves a data step ----
-// p2p (point-to-point MPI_Isend/MPI_Irecv with every peer, several steps in flight) or
-// alltoall (MPI_Ialltoall / MPI_Iallgather per step); unset or empty: p2p. Read when an MPI
-// communicator is created; never changes the bits.
+// hosts (point-to-point like p2p, but an all-gather step crosses to each other host once and
+// is forwarded to that host's other ranks there), p2p (point-to-point MPI_Isend/MPI_Irecv
+// with every peer, several steps in flight) or alltoall (MPI_Ialltoall / MPI_Iallgather per
+// step); unset or empty: hosts. Read when an MPI communicator is created; never changes the
+// bits.
 inline constexpr const char* kMpiScheduleName = "QCOLL_MPI_SCHEDULE";
-enum class MpiSchedule : int { P2p = 0, Alltoall = 1 };
+enum class MpiSchedule : int { P2p = 0, Alltoall = 1, Hosts = 2 };
 std::optional<MpiSchedule> parse_mpi_schedule(const char* text);
-MpiSchedule mpi_schedule();  // the environment's value, or p2p (warning if bad)
+MpiSchedule mpi_schedule();  // the environment's value, or hosts (warning if bad)
 
 // ---- The message shapes above, for the settings and their tests ----
 // "NAME: must be RULE, got 'TEXT'; using FALLBACK" (without the "qcoll: warning: " prefix).

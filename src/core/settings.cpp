@@ -25,7 +25,7 @@ constexpr Rule kRules[] = {
     {kBuffSizeName, "a whole number of MB in [1, 1048576]", "200"},
     {kTransportName, "auto, shm or mpi", "auto"},
     {kKernelName, "auto or scalar", "auto"},
-    {kMpiScheduleName, "p2p or alltoall", "p2p"},
+    {kMpiScheduleName, "hosts, p2p or alltoall", "hosts"},
 };
 
 const Rule& rule_of(const char* name) {
@@ -165,7 +165,8 @@ Kernel kernel() {
 // ---- QCOLL_MPI_SCHEDULE ----
 
 std::optional<MpiSchedule> parse_mpi_schedule(const char* text) {
-  if (unset_or_empty(text) || std::strcmp(text, "p2p") == 0) return MpiSchedule::P2p;
+  if (unset_or_empty(text) || std::strcmp(text, "hosts") == 0) return MpiSchedule::Hosts;
+  if (std::strcmp(text, "p2p") == 0) return MpiSchedule::P2p;
   if (std::strcmp(text, "alltoall") == 0) return MpiSchedule::Alltoall;
   return std::nullopt;
 }
@@ -174,7 +175,7 @@ MpiSchedule mpi_schedule() {
   const char* text = std::getenv(kMpiScheduleName);
   if (auto v = parse_mpi_schedule(text)) return *v;
   warn_once(kMpiScheduleName, text);
-  return MpiSchedule::P2p;
+  return MpiSchedule::Hosts;
 }
 
 }  // namespace qcoll::settings

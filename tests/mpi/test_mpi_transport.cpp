@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "comm/collectives.hpp"
+#include "comm/mpi/process_communicator.hpp"
 #include "comm/registry.hpp"
 #include "mpi_test_support.hpp"
 #include "qcoll/qcoll_mpi.h"
@@ -29,6 +31,7 @@ using namespace mpitest;
 namespace {
 
 int g_rank = 0, g_size = 0;
+int g_fake_per_host = 0;  // > 0: the communicators made now take hosts of this many ranks
 
 // Ranks of MPI_COMM_WORLD whose processor name (host name) is this rank's: what
 // qcollMpiCommLocalSize must report (two_hosts.sh gives each host its own name).
@@ -52,7 +55,9 @@ qcollMpiComm* create(const char* name, const char* transport, const char* buffsi
           qcollGetRecentErrMsg());
   if (c) t.check(std::string(qcollMpiCommTransport(c)) == transport, "%s: transport %s, expected %s", name,
                  qcollMpiCommTransport(c), transport);
-  const int expected_local = ranks_on_my_host();  // collective: every rank calls it
+  int expected_local = ranks_on_my_host();  // collective: every rank calls it
+  if (g_fake_per_host > 0)
+    expected_local = std::min(g_fake_per_host, g_size - g_rank / g_fake_per_host * g_fake_per_host);
   if (c) {
     int32_t local = -1;
     const qcollStatus ls = qcollMpiCommLocalSize(c, &local);
@@ -207,6 +212,35 @@ void run_transport(const char* transport, Tally& t) {
   }
 }
 
+// The hosts schedule's forwarding on one machine: the mpi transport with the ranks taken as
+// hosts of `per_host` ranks each (the last one may have fewer), so that an all-gather part
+// crosses to each other "host" once and is forwarded there. The all-reduce (the operator
+// with an all-gather) in every mode, in one chunk and in many, bit for bit against the
+// reference and the thread transport; then back-to-back calls of both operators.
+void run_fake_hosts(int per_host, Tally& t) {
+  g_fake_per_host = per_host;
+  qcoll::comm::mpi::testing::set_ranks_per_host_for_test(per_host);
+  setenv("QCOLL_MPI_SCHEDULE", "hosts", 1);
+  const std::string name = "qc-hosts-" + std::to_string(per_host);
+  const std::size_t n = static_cast<std::size_t>(g_size);
+  uint64_t seed = 500;
+  if (qcollMpiComm* c = create(name.c_str(), "mpi", "4", t)) {
+    const std::string what = "mpi, hosts of " + std::to_string(per_host);
+    for (const Mode& m : all_modes()) check_call(Op::AllReduce, m, 2 * n, 1024, seed++, name.c_str(), what.c_str(), t, true);
+    check_call(Op::AllReduce, Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::Float},
+               (n <= 4 ? 256 : 160) * n, 2048, seed++, name.c_str(), (what + ", pipelined").c_str(), t, n <= 4);
+    const std::vector<Mode> modes = all_modes();
+    for (int call = 0; call < 24; ++call) {
+      const Op op = call % 2 ? Op::AllReduce : Op::ReduceScatter;
+      check_call(op, modes[call % modes.size()], n * (1 + call % 3), 1024 + 128 * (call % 4), 900 + call, name.c_str(),
+                 (what + ", back-to-back #" + std::to_string(call)).c_str(), t, false);
+    }
+    qcollMpiCommDestroy(c);
+  }
+  qcoll::comm::mpi::testing::set_ranks_per_host_for_test(0);
+  g_fake_per_host = 0;
+}
+
 // qcoll segments in /dev/shm that are still there 3 s after first seen: a segment exists for
 // a moment while any communicator is made (other programs may be making one right now).
 int count_left_qcoll_segments() {
@@ -276,7 +310,10 @@ void check_small_devshm(Tally& t) {
 }  // namespace
 
 // Usage: test_mpi_transport [--several-hosts] [--small-devshm] [TRANSPORT...]
-// (TRANSPORT: shm, mpi or mpi-alltoall; default shm mpi; none with --small-devshm)
+// (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, or
+// mpi-hosts-K (the hosts schedule with hosts of K ranks on this machine, run_fake_hosts);
+// default shm mpi, and mpi-hosts-2 and mpi-hosts-3 with 4 ranks or more; none with
+// --small-devshm)
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -290,16 +327,24 @@ int main(int argc, char** argv) {
     else if (std::string(argv[i]) == "--small-devshm") small_devshm = true;
     else transports.push_back(argv[i]);
   }
-  if (transports.empty() && !small_devshm) transports = {"shm", "mpi"};
+  if (transports.empty() && !small_devshm) {
+    transports = {"shm", "mpi"};
+    if (g_size >= 4) transports.insert(transports.end(), {"mpi-hosts-2", "mpi-hosts-3"});
+  }
   if (several_hosts) check_several_hosts(t);
   if (small_devshm) check_small_devshm(t);
   for (const std::string& name : transports) {
-    // "mpi-alltoall": the mpi transport with QCOLL_MPI_SCHEDULE=alltoall (default p2p).
-    const bool alltoall = name == "mpi-alltoall";
-    const std::string transport = alltoall ? "mpi" : name;
-    setenv("QCOLL_MPI_SCHEDULE", alltoall ? "alltoall" : "p2p", 1);
     const double t0 = MPI_Wtime();
-    run_transport(transport.c_str(), t);
+    if (name.rfind("mpi-hosts-", 0) == 0) {
+      run_fake_hosts(std::atoi(name.c_str() + 10), t);
+    } else {
+      // "mpi-p2p", "mpi-alltoall": the mpi transport with that QCOLL_MPI_SCHEDULE ("mpi": unset, hosts).
+      const bool mpi_variant = name.rfind("mpi-", 0) == 0;
+      const std::string transport = mpi_variant ? "mpi" : name;
+      if (mpi_variant) setenv("QCOLL_MPI_SCHEDULE", name.c_str() + 4, 1);
+      else unsetenv("QCOLL_MPI_SCHEDULE");
+      run_transport(transport.c_str(), t);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) std::printf("transport %s: %.1f s\n", name.c_str(), MPI_Wtime() - t0);
   }

@@ -22,11 +22,10 @@ constexpr int kDataTag = 28000;
 const int32_t kNoticeTimeout = 1, kNoticeError = 2;
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, int local_size,
+MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, std::vector<int> host_of,
                                  settings::MpiSchedule schedule)
     : name_(std::move(name)),
       comm_(comm),
-      local_size_(local_size),
       window_bytes_(window_bytes),
       schedule_(schedule) {
   MPI_Comm_rank(comm_, &rank_);
@@ -35,6 +34,54 @@ MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t wi
   MPI_Type_contiguous(static_cast<int>(kWindowPartAlign), MPI_BYTE, &block512_);
   MPI_Type_commit(&block512_);
   records_ = new unsigned char[(static_cast<std::size_t>(nranks_) + 1) * kMaxRecordBytes]();
+  if (host_of.size() != static_cast<std::size_t>(nranks_)) host_of.assign(nranks_, 0);  // unreachable
+  local_size_ = static_cast<int>(std::count(host_of.begin(), host_of.end(), host_of[rank_]));
+  plan_hosts_routes(host_of);
+}
+
+void MpiCommunicator::plan_hosts_routes(const std::vector<int>& host_of) {
+  // The hosts in order of their numbers, each with its ranks in rank order.
+  std::vector<int> keys(host_of);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<std::vector<int>> hosts(keys.size());
+  std::vector<int> host(nranks_), index(nranks_);
+  for (int k = 0; k < nranks_; ++k) {
+    host[k] = static_cast<int>(std::lower_bound(keys.begin(), keys.end(), host_of[k]) - keys.begin());
+    index[k] = static_cast<int>(hosts[host[k]].size());
+    hosts[host[k]].push_back(k);
+  }
+  int tag_ub = 32767;  // the least MPI_TAG_UB the standard allows
+  void* attr = nullptr;
+  int flag = 0;
+  if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &attr, &flag) == MPI_SUCCESS && flag) tag_ub = *static_cast<int*>(attr);
+  const bool several_hosts = hosts.size() > 1, shared_host = hosts.size() < static_cast<std::size_t>(nranks_);
+  hosts_routing_ = schedule_ == settings::MpiSchedule::Hosts && several_hosts && shared_host &&
+                   static_cast<long long>(kHostsTag) + static_cast<long long>(kDepth) * nranks_ <= tag_ub;
+  if (!hosts_routing_) return;
+  const int mine = host[rank_];
+  // The rank of host h that receives origin k's part for that host.
+  auto receiver = [&](int k, int h) {
+    const std::vector<int>& on = hosts[h];
+    return on[static_cast<std::size_t>(index[k]) % on.size()];
+  };
+  recv_from_.assign(nranks_, -1);
+  for (int k = 0; k < nranks_; ++k) {
+    if (k == rank_) continue;
+    const int via = host[k] == mine ? k : receiver(k, mine);
+    const bool forward = via == rank_;  // k's part for this host comes here: take it from k, pass it on
+    recv_from_[k] = forward ? k : via;
+    if (forward) forward_origins_.push_back(k);
+  }
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    if (static_cast<int>(h) == mine) continue;
+    own_dests_.push_back(receiver(rank_, static_cast<int>(h)));  // the other hosts first: the slower links
+  }
+  for (int k : hosts[mine])
+    if (k != rank_) {
+      own_dests_.push_back(k);
+      local_peers_.push_back(k);
+    }
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -140,6 +187,8 @@ Status MpiCommunicator::allgather_records(const void* mine, std::size_t bytes, v
 bool MpiCommunicator::StepInfo::pending() const {
   for (MPI_Request r : reqs)
     if (r != MPI_REQUEST_NULL) return true;
+  for (char f : forwarded)
+    if (!f) return true;
   return false;
 }
 
@@ -155,8 +204,17 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   }
   info.shape = shape;
   info.what = what;
-  info.reqs.assign(schedule_ == settings::MpiSchedule::P2p ? 2 * static_cast<std::size_t>(nranks_ - 1) : 1,
-                   MPI_REQUEST_NULL);
+  info.forward_recv.clear();
+  info.forwarded.clear();
+  if (routed(info)) {
+    info.forward_first = static_cast<std::size_t>(nranks_ - 1) + own_dests_.size();
+    info.reqs.assign(info.forward_first + forward_origins_.size() * local_peers_.size(), MPI_REQUEST_NULL);
+    info.forward_recv.assign(forward_origins_.size(), 0);
+    info.forwarded.assign(forward_origins_.size(), 0);
+  } else {
+    info.reqs.assign(schedule_ == settings::MpiSchedule::Alltoall ? 1 : 2 * static_cast<std::size_t>(nranks_ - 1),
+                     MPI_REQUEST_NULL);
+  }
   next_step_ = g + 1;
   *step = g;
   return Status::Ok();
@@ -189,13 +247,80 @@ Status MpiCommunicator::start_p2p(Step s) {
   return Status::Ok();
 }
 
+// hosts schedule, a Same step: every receive first (from the rank that delivers each
+// origin's part here), then this rank's part to its receivers on the other hosts and to its
+// own host's ranks. The forwards are posted by advance() as their parts arrive.
+Status MpiCommunicator::start_hosts(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  StepShape per_source = info.shape;  // a receive slot holds one part per source
+  per_source.kind = StepShape::Kind::PerDestination;
+  const int count = static_cast<int>(info.shape.part_bytes() / kSegmentAlign);
+  MPI_Request* req = info.reqs.data();
+  for (int j = 1; j < nranks_; ++j) {
+    const int src = (rank_ - j + nranks_) % nranks_;
+    unsigned char* into = per_source.part_in<PartRegion>(recv_slot(s), src).seg[0];
+    if (Status st = check(MPI_Irecv(into, count, block512_, recv_from_[src], hosts_tag(s, src), comm_, req), "MPI_Irecv");
+        !st.ok())
+      return st;
+    const auto f = std::find(forward_origins_.begin(), forward_origins_.end(), src);
+    if (f != forward_origins_.end())
+      info.forward_recv[static_cast<std::size_t>(f - forward_origins_.begin())] =
+          static_cast<std::size_t>(req - info.reqs.data());
+    ++req;
+  }
+  const unsigned char* mine = send_slot(s);
+  for (int dst : own_dests_) {
+    if (Status st = check(MPI_Isend(mine, count, block512_, dst, hosts_tag(s, rank_), comm_, req++), "MPI_Isend");
+        !st.ok())
+      return st;
+  }
+  return Status::Ok();
+}
+
+Status MpiCommunicator::advance(Step s, bool& done) {
+  StepInfo& info = steps_[slot_of(s)];
+  done = false;
+  bool all_forwarded = true;
+  if (!info.forwarded.empty()) {
+    StepShape per_source = info.shape;
+    per_source.kind = StepShape::Kind::PerDestination;
+    const int count = static_cast<int>(info.shape.part_bytes() / kSegmentAlign);
+    const std::size_t peers = local_peers_.size();
+    for (std::size_t i = 0; i < info.forwarded.size(); ++i) {
+      if (info.forwarded[i]) continue;
+      bool arrived = false;
+      if (Status st = test(info.reqs[info.forward_recv[i]], arrived); !st.ok()) return st;
+      if (!arrived) {
+        all_forwarded = false;
+        continue;
+      }
+      const int origin = forward_origins_[i];
+      const unsigned char* part = per_source.part_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), origin).seg[0];
+      for (std::size_t p = 0; p < peers; ++p) {
+        MPI_Request* r = &info.reqs[info.forward_first + i * peers + p];
+        if (Status st = check(MPI_Isend(part, count, block512_, local_peers_[p], hosts_tag(s, origin), comm_, r),
+                              "MPI_Isend");
+            !st.ok())
+          return st;
+      }
+      info.forwarded[i] = 1;
+    }
+  }
+  bool transfers_done = false;
+  if (Status st = test_all(info.reqs.data(), static_cast<int>(info.reqs.size()), transfers_done); !st.ok()) return st;
+  done = transfers_done && all_forwarded;
+  return Status::Ok();
+}
+
 Status MpiCommunicator::publish(Step s) {
   if (broken_) return broken_status();
   StepInfo& info = steps_[slot_of(s)];
   const StepShape& shape = info.shape;
   const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
   Status st;
-  if (schedule_ == settings::MpiSchedule::P2p) {
+  if (routed(info)) {
+    st = start_hosts(s);
+  } else if (schedule_ != settings::MpiSchedule::Alltoall) {
     st = start_p2p(s);
   } else {
     MPI_Request& req = info.reqs[0];
@@ -211,12 +336,16 @@ Status MpiCommunicator::publish(Step s) {
 Status MpiCommunicator::wait_step(Step s, Clock::time_point deadline) {
   if (broken_) return broken_status();
   StepInfo& info = steps_[slot_of(s)];
-  return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);
+  if (info.forwarded.empty()) return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);
+  Status st = mpi::wait_for([this, s](bool& done) { return advance(s, done); }, deadline,
+                            std::string("MPI transport, ") + info.what, [this] { return check_notices(); });
+  if (st.ok() || broken_) return st;
+  return fail(std::move(st), Clock::now() >= deadline ? Notice::Timeout : Notice::Error);
 }
 
 PartView MpiCommunicator::view(Step s, int src) const {
   const StepInfo& info = steps_[slot_of(s)];
-  if (src == rank_ && schedule_ == settings::MpiSchedule::P2p) {
+  if (src == rank_ && schedule_ != settings::MpiSchedule::Alltoall) {
     // Never sent: read where it was written (the Same part, or this rank's part of the send slot).
     return info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), src);
   }
@@ -227,14 +356,15 @@ PartView MpiCommunicator::view(Step s, int src) const {
 
 Status MpiCommunicator::progress() {
   if (broken_) return broken_status();
-  // One test of the oldest step in flight drives MPI's progress engine for all of them.
+  // One test of the oldest step in flight drives MPI's progress engine for all of them;
+  // steps with forwards are each tested, so that a part that arrived is sent on at once.
+  bool tested = false;
   for (uint64_t g = next_step_ >= kDepth ? next_step_ - kDepth : 0; g < next_step_; ++g) {
     StepInfo& info = steps_[slot_of(g)];
-    if (!info.pending()) continue;
+    if (!info.pending() || (tested && info.forwarded.empty())) continue;
     bool done = false;
-    if (Status st = test_all(info.reqs.data(), static_cast<int>(info.reqs.size()), done); !st.ok())
-      return fail(std::move(st));
-    break;
+    if (Status st = advance(g, done); !st.ok()) return fail(std::move(st));
+    tested = true;
   }
   return Status::Ok();
 }

@@ -7,10 +7,17 @@
 // view() reads the receive slot (this rank's own part: the send slot), progress() tests the
 // transfers in flight (so later chunks move while the caller reduces this one). kDepth send
 // and kDepth receive slots of HCCL_BUFFSIZE/kDepth each (2 x HCCL_BUFFSIZE in all), so up
-// to kDepth steps are in flight. Two schedules (QCOLL_MPI_SCHEDULE, read at creation):
-//   p2p (default)  MPI_Irecv from and MPI_Isend to every peer, peer me+j sent to j-th and
+// to kDepth steps are in flight. Three schedules (QCOLL_MPI_SCHEDULE, read at creation):
+//   p2p            MPI_Irecv from and MPI_Isend to every peer, peer me+j sent to j-th and
 //                  me-j received from j-th (j = 1..n-1), so that at any moment the ranks
 //                  send to different peers; nothing goes through MPI for this rank's own part;
+//   hosts          (default) p2p, except that a Same step (an all-gather) crosses to each
+//                  other host once: rank r's part goes to one rank of each other host (the
+//                  one whose index on its host is r's index on r's host, modulo that host's
+//                  rank count), which forwards it to the other ranks of its host as soon as
+//                  it arrived (MPI moves that inside the host: shared memory); r sends it
+//                  straight to the ranks of its own host. The same as p2p when every rank
+//                  has a host of its own or all share one;
 //   alltoall       MPI_Ialltoall (PerDestination) or MPI_Iallgather (Same) per step.
 // Records go through MPI_Iallgather of their own small buffers.
 //
@@ -35,9 +42,10 @@ namespace qcoll::comm::mpi {
 
 class MpiCommunicator final : public Communicator {
  public:
-  // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set). `local_size`: the
-  // ranks of `comm` on this host (MPI_Comm_split_type SHARED).
-  MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, int local_size,
+  // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set). `host_of`: for
+  // every rank of `comm`, a number naming its host (MPI_Comm_split_type SHARED: the lowest
+  // rank there), the same on every rank.
+  MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, std::vector<int> host_of,
                   settings::MpiSchedule schedule);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
@@ -69,10 +77,17 @@ class MpiCommunicator final : public Communicator {
 
  private:
   static constexpr int kDepth = 4;  // steps in flight (slots per direction)
+  static constexpr int kHostsTag = 30000;  // + slot * size() + origin rank (hosts schedule)
   struct StepInfo {
     StepShape shape;
     const char* what = "";
     std::vector<MPI_Request> reqs;  // this step's transfers; all MPI_REQUEST_NULL once done
+    // hosts schedule, Same steps: the parts this rank forwards inside its host; forward i
+    // (origin forward_origins_[i]) is received by reqs[forward_recv[i]] and sent on by
+    // reqs[forward_first + i * (local peers) ...], posted once it arrived.
+    std::vector<std::size_t> forward_recv;
+    std::size_t forward_first = 0;
+    std::vector<char> forwarded;
     bool pending() const;
   };
   Status ensure_buffers();
@@ -80,6 +95,15 @@ class MpiCommunicator final : public Communicator {
   unsigned char* send_slot(Step s) const { return buffers_ + slot_of(s) * slot_bytes_; }
   unsigned char* recv_slot(Step s) const { return buffers_ + (kDepth + slot_of(s)) * slot_bytes_; }
   Status start_p2p(Step s);
+  Status start_hosts(Step s);
+  void plan_hosts_routes(const std::vector<int>& host_of);
+  bool routed(const StepInfo& info) const { return hosts_routing_ && info.shape.kind == StepShape::Kind::Same; }
+  // Tests the step's transfers once (posting the forwards whose part arrived); done when
+  // every transfer of the step completed.
+  Status advance(Step s, bool& done);
+  int hosts_tag(Step s, int origin) const {
+    return kHostsTag + static_cast<int>(slot_of(s)) * nranks_ + origin;
+  }
   // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
   // error) sends every peer the notice of that kind; one told by a notice sends none.
   enum class Notice { None, Timeout, Error };
@@ -94,6 +118,12 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int nranks_ = 0;
   int local_size_ = 1;
+  // The hosts schedule's routes (hosts_routing_: it applies, i.e. several hosts, one of
+  // them with several ranks, and the tags fit MPI_TAG_UB). From rank k this rank receives
+  // Same parts through recv_from_[k]; its own goes to own_dests_; it forwards the parts of
+  // forward_origins_ to local_peers_.
+  bool hosts_routing_ = false;
+  std::vector<int> recv_from_, own_dests_, forward_origins_, local_peers_;
   std::size_t window_bytes_ = 0;
   settings::MpiSchedule schedule_ = settings::MpiSchedule::P2p;
   std::size_t slot_bytes_ = 0;

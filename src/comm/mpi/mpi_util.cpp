@@ -35,10 +35,15 @@ Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& wha
 
 Status wait_all(MPI_Request* reqs, int count, Clock::time_point deadline, const std::string& what,
                 const std::function<Status()>& between) {
+  return wait_for([reqs, count](bool& done) { return test_all(reqs, count, done); }, deadline, what, between);
+}
+
+Status wait_for(const std::function<Status(bool& done)>& poll, Clock::time_point deadline, const std::string& what,
+                const std::function<Status()>& between) {
   Backoff backoff;
   for (;;) {
     bool done = false;
-    if (Status s = test_all(reqs, count, done); !s.ok()) return Status::Error(s.code, what + ": " + s.message);
+    if (Status s = poll(done); !s.ok()) return Status::Error(s.code, what + ": " + s.message);
     if (done) return Status::Ok();
     if (between && backoff.time_to_check()) {
       if (Status s = between(); !s.ok()) return s;

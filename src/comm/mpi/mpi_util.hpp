@@ -24,6 +24,11 @@ Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& wha
 Status wait_all(MPI_Request* reqs, int count, Clock::time_point deadline, const std::string& what,
                 const std::function<Status()>& check = {});
 
+// The same for a condition: calls `poll` (which sets done; an error from it ends the wait,
+// with `what` in front) until it is done or the deadline passes.
+Status wait_for(const std::function<Status(bool& done)>& poll, Clock::time_point deadline, const std::string& what,
+                const std::function<Status()>& check = {});
+
 // Tests `req` once; sets done. Errors as check().
 Status test(MPI_Request& req, bool& done);
 // Tests `count` requests once (MPI_Testall); done when all completed.

@@ -3,7 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
 #include "comm/mpi/mpi_util.hpp"
@@ -14,6 +17,13 @@
 #include "qcoll/settings.hpp"
 
 namespace qcoll::comm::mpi {
+
+namespace testing {
+namespace {
+int g_ranks_per_host = 0;
+}
+void set_ranks_per_host_for_test(int ranks) { g_ranks_per_host = ranks; }
+}  // namespace testing
 
 namespace {
 
@@ -136,9 +146,31 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
     MPI_Comm_free(&dup);
     return s;
   }
-  int host_size = 0;
+  // Every rank's host, named by its lowest rank (the host communicator's rank 0 in dup).
+  int host_size = 0, leader = rank;
   MPI_Comm_size(host, &host_size);
+  MPI_Group dup_group = MPI_GROUP_NULL, host_group = MPI_GROUP_NULL;
+  const int zero = 0;
+  MPI_Comm_group(dup, &dup_group);
+  MPI_Comm_group(host, &host_group);
+  MPI_Group_translate_ranks(host_group, 1, &zero, dup_group, &leader);
+  MPI_Group_free(&host_group);
+  MPI_Group_free(&dup_group);
   MPI_Comm_free(&host);
+  if (testing::g_ranks_per_host > 0) {
+    leader = rank / testing::g_ranks_per_host * testing::g_ranks_per_host;
+    host_size = std::min(testing::g_ranks_per_host, size - leader);
+  }
+  // Heap memory, left allocated (like dup) when the all-gather times out: it may still land.
+  auto gathered = std::make_unique<int[]>(static_cast<std::size_t>(size) + 1);
+  gathered[size] = leader;
+  s = check(MPI_Iallgather(&gathered[size], 1, MPI_INT, gathered.get(), 1, MPI_INT, dup, &req), "MPI_Iallgather");
+  if (s.ok()) s = wait(req, deadline, "creating communicator: finding the ranks' hosts");
+  if (!s.ok()) {
+    (void)gathered.release();
+    return s;
+  }
+  const std::vector<int> host_of(gathered.get(), gathered.get() + size);
 
   const long long mb = static_cast<long long>(window / kMiB);
   long long mine[6] = {local.ok() ? 0 : size - rank, mb, -mb, transport, -transport, host_size == size ? 0 : 1};
@@ -171,7 +203,7 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
                                  "(use auto or mpi)"));
   }
   if (transport == kMpi || (transport == kAuto && !one_host)) {
-    out = std::make_shared<MpiCommunicator>(name, dup, window, host_size, settings::mpi_schedule());
+    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule());
     return Status::Ok();
   }
   bool mpi_pending = false, no_space = false;
@@ -185,7 +217,7 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
                    "MPI transport (lower HCCL_BUFFSIZE or enlarge /dev/shm for shared memory)\n",
                    name, static_cast<std::size_t>(size), window / kMiB);
     }
-    out = std::make_shared<MpiCommunicator>(name, dup, window, host_size, settings::mpi_schedule());
+    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule());
     return Status::Ok();
   }
   return release_dup(s);      // the shared-memory transport needs MPI no more

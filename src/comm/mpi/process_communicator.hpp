@@ -17,4 +17,12 @@ namespace qcoll::comm::mpi {
 // the others with RUNTIME_ERROR naming it). Does not register the name.
 Status create_process_communicator(const char* name, MPI_Comm comm, std::shared_ptr<Communicator>& out);
 
+namespace testing {
+// For tests on one machine: MPI communicators made after this call take ranks
+// [0, ranks), [ranks, 2 ranks), ... of each communicator as hosts of their own (0, the
+// default: the real hosts, MPI_Comm_split_type SHARED). Not thread-safe; call it before
+// creating the communicators.
+void set_ranks_per_host_for_test(int ranks);
+}  // namespace testing
+
 }  // namespace qcoll::comm::mpi
