@@ -5,9 +5,9 @@
 # egress). Open MPI runs over TCP across the links (btl tcp,self, and vader between the ranks
 # of one host when PER_HOST > 1), so qcoll uses its MPI transport and the peers MPI's TCP path.
 # N is the number of ranks, N / PER_HOST the number of hosts; the ranks of a host share its
-# link, so the bound columns use the link rate each rank has when every rank sends its parts
-# straight to their owners: RATE * (N-1) / (PER_HOST * (N-PER_HOST)) per rank (RATE itself
-# for one rank per host). Addresses are in 127.0.20.0/24 (the
+# link, so the bound columns are the bytes that must leave a host over RATE (`qcoll bench
+# --link-gbit RATE --ranks-per-host PER_HOST`: qcoll's exact sum cannot be pre-reduced inside
+# a host, the peers' can). Addresses are in 127.0.20.0/24 (the
 # loopback range; route_localnet lets it leave the lo device), like tests/mpi/two_hosts.sh.
 # mpirun starts in host 0; the other hosts' daemons start through an rsh agent that enters
 # their namespaces (no ssh needed).
@@ -129,21 +129,20 @@ for rate in $RATES; do
     fi
     : > "$work/hosts"
     for ((i = 0; i < hosts; i++)); do echo "$(host_ip "$i") slots=$r" >> "$work/hosts"; done
-    suffix=""; btl="tcp,self"; rank_gbit=$gbit
+    suffix=""; btl="tcp,self"
     if [ "$r" -gt 1 ]; then
       suffix="_r$r"; btl="tcp,vader,self"
-      rank_gbit=$(awk -v g="$gbit" -v n="$n" -v r="$r" 'BEGIN { printf "%.6g", g * (n - 1) / (r * (n - r)) }')
     fi
     json="$OUT/shaped_${rate}_n$n$suffix.json"
-    echo "shaped_network: $rate, $n ranks on $hosts hosts: mpirun -np $n qcoll bench --sizes $SIZES --link-gbit $rank_gbit $*"
+    echo "shaped_network: $rate, $n ranks on $hosts hosts: mpirun -np $n qcoll bench --sizes $SIZES --link-gbit $gbit --ranks-per-host $r $*"
     ip netns exec "${tag}h0" unshare --uts /bin/sh -c 'hostname qcoll-host-0; exec "$@"' sh \
       timeout 3000 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np "$n" --map-by slot \
       --mca plm_rsh_agent "$work/agent.sh" --mca btl "$btl" --mca btl_vader_single_copy_mechanism none \
       --mca btl_tcp_if_include 127.0.20.0/24 --mca oob_tcp_if_include 127.0.20.0/24 \
       --mca btl_tcp_sndbuf "$TCP_BUF" --mca btl_tcp_rcvbuf "$TCP_BUF" \
-      -x QCOLL_TRANSPORT=mpi -x FI_PROVIDER="$CCL_FI" -x CCL_ATL_SHM=0 "${extra_mpirun[@]}" \
+      -x QCOLL_TRANSPORT=mpi -x FI_PROVIDER="$CCL_FI" -x CCL_ATL_SHM=0 -x GLOO_SOCKET_IFNAME=eth0 "${extra_mpirun[@]}" \
       "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" \
-      --label "shaped $rate, $r/host" --link-gbit "$rank_gbit" --json "$json" "$@" | tee "$OUT/shaped_${rate}_n$n$suffix.txt"
+      --label "shaped $rate, $r/host" --link-gbit "$gbit" --ranks-per-host "$r" --json "$json" "$@" | tee "$OUT/shaped_${rate}_n$n$suffix.txt"
     if [ "${PIPESTATUS[0]}" -ne 0 ] || [ ! -s "$json" ]; then
       echo "shaped_network: the run for $rate, n=$n, $r per host failed" >&2
       status=1

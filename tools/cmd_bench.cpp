@@ -64,6 +64,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   std::string label;
   double link_gbit = 0;
+  int ranks_per_host = 1;  // for the bound columns: ranks that share one host's link
   std::string json_path, plot_path, table_path;
   std::vector<std::string> from_json;
   bool quiet = false;
@@ -312,14 +313,20 @@ struct RankJob {
     for (std::size_t p = 0; p < peers.size(); ++p)
       r.peers.push_back({peers[p]->name(), peers[p]->input() == DType::Float ? "fp32" : "bf16", median(tp[p].samples),
                          tp[p].samples, tp[p].rel_err});
-    // Bytes each rank sends at least: a reduce-scatter sends (n-1)/n of its input; an
-    // all-reduce as a reduce-scatter plus an all-gather sends that plus (n-1)/n of the
-    // output. qcoll's all-gather moves its output dtype.
-    const double frac = (n - 1.0) / n;
+    // Bytes that leave each host at least (ranks_per_host L ranks on each of h = n / L
+    // hosts; L = 1: the bytes each rank sends). qcoll sums exactly, in rank order, so no
+    // host can pre-reduce: a reduce-scatter sends the (n-L)/n of each local rank's quantized
+    // input owned elsewhere; an all-reduce adds its all-gather of the output dtype, each
+    // rank's block crossing to each other host once (the hosts schedule). The peers may
+    // reduce inside a host first: (h-1)/h of the tensor per host for a reduce-scatter,
+    // twice that for an all-reduce (reduce-scatter plus all-gather among the hosts).
+    const double L = args.ranks_per_host, h = n / L;
     const double qbytes = static_cast<double>(in.q[m].q.size() + in.q[m].scales_bytes());
-    r.wire_qcoll = frac * qbytes + (rs ? 0 : frac * count * static_cast<double>(dtype_size(plan.out_dtype)));
-    r.wire_fp32 = frac * count * 4.0 * (rs ? 1 : 2);
-    r.wire_bf16 = frac * count * 2.0 * (rs ? 1 : 2);
+    const double block = count / n * static_cast<double>(dtype_size(plan.out_dtype));
+    r.wire_qcoll = L * (n - L) / n * qbytes + (rs ? 0 : L * (h - 1) * block);
+    const double peer_frac = (h - 1) / h * (rs ? 1 : 2);
+    r.wire_fp32 = peer_frac * count * 4.0;
+    r.wire_bf16 = peer_frac * count * 2.0;
     return r;
   }
 };
@@ -374,6 +381,7 @@ BenchPlan make_plan(const BenchArgs& args) {
   require_at_least("--repeats", args.repeats, 1);
   require_at_least("--warmup", args.warmup, 0);
   require_at_least("--link-gbit", args.link_gbit, 0);
+  require_at_least("--ranks-per-host", args.ranks_per_host, 1);
   BenchPlan plan;
   plan.sizes = parse_sizes("--sizes", args.sizes);
   plan.modes = parse_mode_list("--modes", args.modes);
@@ -433,6 +441,9 @@ int bench_command(const BenchArgs& args) {
     if (plan.use_mpi && args.ranks != 0 && args.ranks != n)
       throw CliError(ErrorKind::Argument, "--ranks " + std::to_string(args.ranks) + " differs from the " +
                                               std::to_string(n) + " MPI processes");
+    if (n % args.ranks_per_host != 0)
+      throw CliError(ErrorKind::Argument, "--ranks-per-host: must divide the " + std::to_string(n) + " ranks, got " +
+                                              std::to_string(args.ranks_per_host));
     for (const Size& s : plan.sizes)
       if (s.bs % n != 0)
         throw CliError(ErrorKind::Argument, "--sizes: BS " + std::to_string(s.bs) + " is not a multiple of the " +
@@ -459,6 +470,7 @@ int bench_command(const BenchArgs& args) {
     meta["warmup"] = args.warmup;
     meta["label"] = args.label;
     meta["link_gbit"] = args.link_gbit;
+    meta["ranks_per_host"] = args.ranks_per_host;
     runs[0].meta = meta;
     runs[0].rows = std::move(job.rows);
     if (runner->local_ranks().front() != 0) return 0;  // only the process of rank 0 reports
@@ -507,7 +519,10 @@ const CommandRegistrar reg([](CLI::App& app) {
   sub->add_option("--seed", a->seed, "Seed of the synthetic activations")->capture_default_str();
   sub->add_option("--label", a->label, "Free text stored with every row (e.g. 'shaped 1gbit')");
   sub->add_option("--link-gbit", a->link_gbit,
-                  "Link rate of each rank in Gbit/s (shaped network): adds time / wire-bytes bound columns");
+                  "Link rate of each host in Gbit/s (shaped network): adds time / wire-bytes bound columns");
+  sub->add_option("--ranks-per-host", a->ranks_per_host,
+                  "Ranks sharing each host's link, for the bound columns (the ranks must divide evenly)")
+      ->capture_default_str();
   sub->add_option("--json", a->json_path, "Write the results as JSON");
   sub->add_option("--plot", a->plot_path, "Write a PNG of speedup vs message size (gnuplot)");
   sub->add_option("--table", a->table_path, "Also write the markdown table to this file");

@@ -62,7 +62,12 @@ int init(int rank, int size, const void* address, size_t len) {
     const std::string path(static_cast<const char*>(address));
     auto store = c10::make_intrusive<c10d::FileStore>(path, size);
     auto opts = c10d::ProcessGroupGloo::Options::create();
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    // GLOO_SOCKET_IFNAME (as torch.distributed reads it): the interface between hosts;
+    // unset, loopback (every rank on this host).
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    opts->devices.push_back(ifname != nullptr && *ifname != '\0'
+                                ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
+                                : c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     g_pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
     return 0;
   });

@@ -21,6 +21,12 @@
 //                                       really dies with messages under way makes Open MPI
 //                                       4.1's ob1 abort its peers ("pml_ob1_sendreq.c FATAL"),
 //                                       before qcoll can see an error; see docs/transports.md.
+//   test_mpi_peer_exit mpi midcall-linkdown  (tests/mpi/two_hosts.sh) the rank takes its
+//                                       host off the network in the middle of the call: it
+//                                       sets the host's link (TWO_HOSTS_LINK_B) down, as a
+//                                       host that loses power or its switch port, and goes
+//                                       on. Every rank, on both hosts, must return
+//                                       RUNTIME_ERROR by the deadline, outputs untouched.
 #include <mpi.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -43,8 +49,18 @@ using namespace mpitest;
 namespace {
 int g_victim = -1;
 bool g_stop = false;
+const char* g_link_down = nullptr;  // midcall-linkdown: the victim's host link
 // The reduce-fault hook (test only): the victim leaves (or stops) at its first reduce step.
 qcoll::Status leave_mid_call(const std::string&, int rank, std::size_t) {
+  if (rank == g_victim && g_link_down != nullptr) {
+    static bool done = false;  // once, at the first reduce step
+    if (!done) {
+      done = true;
+      const std::string cmd = std::string("ip link set dev ") + g_link_down + " down";
+      if (std::system(cmd.c_str()) != 0) std::printf("[rank %d] FAIL: %s\n", rank, cmd.c_str());
+    }
+    return qcoll::Status::Ok();
+  }
   if (rank == g_victim) {
     std::fflush(stdout);
     if (g_stop) raise(SIGSTOP);
@@ -57,7 +73,8 @@ qcoll::Status leave_mid_call(const std::string&, int rank, std::size_t) {
 // writes "<checks> <failures>" to DIR/rank<r>; rank 0 waits for all (30 s at most), prints
 // the summary line and removes them. DIR is shared by every "host" (the namespaces share
 // the file system). Returns the exit code.
-int finish_through_files(const std::string& dir, int rank, int size, const Tally& t, const char* program) {
+int finish_through_files(const std::string& dir, int rank, int size, int reporters, const Tally& t,
+                         const char* program) {
   {
     std::ofstream(dir + "/rank" + std::to_string(rank)) << t.checks() << " " << t.failures() << "\n";
   }
@@ -65,7 +82,8 @@ int finish_through_files(const std::string& dir, int rank, int size, const Tally
   long long checks = 0, failures = 0;
   int seen = 0;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (int k = 0; k < size - 1; ++k) {
+  (void)size;
+  for (int k = 0; k < reporters; ++k) {
     const std::string f = dir + "/rank" + std::to_string(k);
     long long c = -1, fl = -1;
     while (std::chrono::steady_clock::now() < give_up) {
@@ -98,7 +116,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char* transport = argc > 1 ? argv[1] : "shm";
   const bool stop_mid_call = argc > 2 && std::strcmp(argv[2], "midcall-stop") == 0;
-  const bool mid_call = stop_mid_call || (argc > 2 && std::strcmp(argv[2], "midcall") == 0);
+  const bool link_down = argc > 2 && std::strcmp(argv[2], "midcall-linkdown") == 0;
+  const bool mid_call = stop_mid_call || link_down || (argc > 2 && std::strcmp(argv[2], "midcall") == 0);
   const bool exit_without_finalize = mid_call || (argc > 2 && std::strcmp(argv[2], "exit") == 0);
   const double timeout_s = 5;
   setenv("QCOLL_TRANSPORT", transport, 1);
@@ -130,6 +149,10 @@ int main(int argc, char** argv) {
   if (mid_call) {
     g_victim = size - 1;
     g_stop = stop_mid_call;
+    if (link_down) {
+      g_link_down = std::getenv("TWO_HOSTS_LINK_B");
+      t.check(g_link_down != nullptr, "midcall-linkdown: TWO_HOSTS_LINK_B is not set (run by tests/mpi/two_hosts.sh)");
+    }
     qcoll::ops::testing::set_reduce_fault_for_test(leave_mid_call);
   } else if (rank == size - 1) {
     if (!exit_without_finalize) MPI_Finalize();  // Open MPI: waits here until the others finalize
@@ -166,8 +189,11 @@ int main(int argc, char** argv) {
   }
   qcollMpiCommDestroy(c);
   const std::string program =
-      std::string("test_mpi_peer_exit ") + transport + (stop_mid_call ? " midcall-stop" : mid_call ? " midcall" : "");
-  const int rc = mid_call && report_dir[0] ? finish_through_files(report_dir, rank, size, t, program.c_str())
+      std::string("test_mpi_peer_exit ") + transport +
+      (stop_mid_call ? " midcall-stop" : link_down ? " midcall-linkdown" : mid_call ? " midcall" : "");
+  // Cut off, the victim checks its own calls too and reports like the others.
+  const int reporters = link_down ? size : size - 1;
+  const int rc = mid_call && report_dir[0] ? finish_through_files(report_dir, rank, size, reporters, t, program.c_str())
                                            : t.finish(program.c_str(), survivors);
   if (stop_mid_call && rank == 0) kill(victim_pid, SIGKILL);
   MPI_Comm_free(&survivors);

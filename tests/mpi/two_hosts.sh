@@ -8,6 +8,8 @@
 #
 # Usage: two_hosts.sh MPIRUN PROGRAM [ARGS...]   (runs PROGRAM with 4 ranks, 2 per host)
 # Exit 77 (skipped) when namespaces cannot be made here (needs root / CAP_SYS_ADMIN + CAP_NET_ADMIN).
+# The ranks get TWO_HOSTS_LINK_B, the name of host b's end of the link (a test that takes
+# host b off the network sets it down from there).
 # TWO_HOSTS_TIMEOUT (seconds, default 300): mpirun is killed after that long. (After a rank
 # died under --enable-recovery, Open MPI 4.1's mpirun and the second host's orted stay up
 # once every process has exited; a test of that judges by the program's output instead.)
@@ -62,4 +64,4 @@ ip netns exec "$nsa" unshare --uts /bin/sh -c 'hostname qcoll-host-a; exec "$@"'
   timeout -k 5 "${TWO_HOSTS_TIMEOUT:-300}" "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np 4 --map-by node \
   --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
   --mca btl_tcp_if_include 127.0.10.0/24 --mca oob_tcp_if_include 127.0.10.0/24 \
-  --mca btl_vader_single_copy_mechanism none "$@"
+  --mca btl_vader_single_copy_mechanism none -x TWO_HOSTS_LINK_B="${tag}vb" "$@"
