@@ -330,6 +330,24 @@ TEST(CoreSettings, MpiScheduleValues) {
             "qcoll: warning: QCOLL_MPI_SCHEDULE: must be hosts, p2p or alltoall, got 'ring'; using hosts\n");
 }
 
+TEST(CoreSettings, AllReduceValues) {
+  EXPECT_EQ(s::parse_all_reduce(nullptr), s::AllReduce::Auto);
+  EXPECT_EQ(s::parse_all_reduce(""), s::AllReduce::Auto);
+  EXPECT_EQ(s::parse_all_reduce("auto"), s::AllReduce::Auto);
+  EXPECT_EQ(s::parse_all_reduce("reduce-scatter"), s::AllReduce::ReduceScatter);
+  EXPECT_EQ(s::parse_all_reduce("gather"), s::AllReduce::Gather);
+  for (const char* bad : {"Gather", "ring", "allgather", "rs"}) EXPECT_FALSE(s::parse_all_reduce(bad)) << bad;
+  {
+    EnvVar e(s::kAllReduceName, "gather");
+    EXPECT_EQ(s::all_reduce(), s::AllReduce::Gather);
+  }
+  EnvVar e(s::kAllReduceName, "ring");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(s::all_reduce(), s::AllReduce::Auto);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "qcoll: warning: QCOLL_ALL_REDUCE: must be auto, reduce-scatter or gather, got 'ring'; using auto\n");
+}
+
 TEST(CoreSettings, KernelValues) {
   EXPECT_EQ(s::parse_kernel(nullptr), s::Kernel::Auto);
   EXPECT_EQ(s::parse_kernel(""), s::Kernel::Auto);

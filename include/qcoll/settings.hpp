@@ -76,6 +76,18 @@ enum class MpiSchedule : int { P2p = 0, Alltoall = 1, Hosts = 2 };
 std::optional<MpiSchedule> parse_mpi_schedule(const char* text);
 MpiSchedule mpi_schedule();  // the environment's value, or hosts (warning if bad)
 
+// ---- QCOLL_ALL_REDUCE: how an all-reduce moves its data ----
+// auto (ranks on several hosts: whichever of the two below moves clearly fewer bytes across
+// hosts; else reduce-scatter), reduce-scatter (the quantized rows reduce-scattered, then
+// the reduced blocks, in the output dtype, all-gathered) or gather (every rank's quantized
+// tensor all-gathered; every rank reduces every row); unset or empty: auto. Read in phase
+// one of each all-reduce; the ranks must agree (the call agreement checks it). Never
+// changes the bits: every rank sums the same rows in rank order either way.
+inline constexpr const char* kAllReduceName = "QCOLL_ALL_REDUCE";
+enum class AllReduce : int { Auto = 0, ReduceScatter = 1, Gather = 2 };
+std::optional<AllReduce> parse_all_reduce(const char* text);
+AllReduce all_reduce();  // the environment's value, or auto (warning if bad)
+
 // ---- The message shapes above, for the settings and their tests ----
 // "NAME: must be RULE, got 'TEXT'; using FALLBACK" (without the "qcoll: warning: " prefix).
 std::string bad_value_warning(const char* name, const char* text);

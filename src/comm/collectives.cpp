@@ -29,9 +29,13 @@ std::size_t async_chunk_rows(const ExchangeSpec& spec, std::size_t max_rows) {
   return std::min(max_rows, (spec.rows_per_rank + chunks - 1) / chunks);
 }
 
+StepShape::Kind kind_of(const ExchangeSpec& spec) {
+  return spec.same_rows ? StepShape::Kind::Same : StepShape::Kind::PerDestination;
+}
+
 StepShape rows_shape(const ExchangeSpec& spec, std::size_t rows) {
   StepShape s;
-  s.kind = StepShape::Kind::PerDestination;
+  s.kind = kind_of(spec);
   s.seg_bytes[0] = rows * spec.x_row_bytes;
   s.seg_bytes[1] = rows * spec.s_row_bytes;
   return s;
@@ -57,7 +61,7 @@ Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size
 }
 
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
-  const std::size_t rows = max_rows_for_part(c.max_part_bytes(StepShape::Kind::PerDestination), spec.x_row_bytes,
+  const std::size_t rows = max_rows_for_part(c.max_part_bytes(kind_of(spec)), spec.x_row_bytes,
                                              spec.s_row_bytes, spec.rows_per_rank);
   return spec.max_rows > 0 ? std::min(rows, spec.max_rows) : rows;
 }
@@ -92,9 +96,9 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
     const std::size_t row0 = i * max_rows, rows = rows_of(i);
     Communicator::Step s = 0;
     if (Status st = c.begin_step(rows_shape(spec, rows), "exchanging data", deadline, &s); !st.ok()) return st;
-    for (int d = 0; d < n; ++d) {
-      if (d == me && own_in_place) continue;  // read from the input below
-      const std::size_t src_row = static_cast<std::size_t>(d) * rpr + row0;
+    for (int d = 0; d < (spec.same_rows ? 1 : n); ++d) {  // same_rows: one part, for every rank
+      if (d == me && own_in_place && !spec.same_rows) continue;  // read from the input below
+      const std::size_t src_row = (spec.same_rows ? 0 : static_cast<std::size_t>(d) * rpr) + row0;
       if (exposed) {
         PartView v;
         v.seg[0] = spec.x + src_row * xrb;
@@ -137,7 +141,7 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
       const std::size_t row0 = i * max_rows, rows = rows_of(i);
       for (int k = 0; k < n; ++k) {
         if (k == me && own_in_place) {
-          const std::size_t my_row = static_cast<std::size_t>(me) * rpr + row0;
+          const std::size_t my_row = (spec.same_rows ? 0 : static_cast<std::size_t>(me) * rpr) + row0;
           xs[k] = spec.x + my_row * xrb;
           ss[k] = spec.scales + my_row * srb;
         } else {

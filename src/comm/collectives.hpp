@@ -14,7 +14,9 @@ namespace qcoll::comm {
 
 // The reduce-scatter exchange. Every rank holds `nranks` row blocks of rows_per_rank rows
 // each (x: x_row_bytes per row; scales: s_row_bytes per row, row-major, contiguous).
-// Rank r receives block r of every rank's x and scales.
+// Rank r receives block r of every rank's x and scales. With same_rows, every rank holds
+// rows_per_rank rows and every rank receives all of them from every rank (an all-gather
+// of the rows, in Same steps).
 struct ExchangeSpec {
   const uint8_t* x = nullptr;
   std::size_t x_row_bytes = 0;
@@ -22,6 +24,7 @@ struct ExchangeSpec {
   std::size_t s_row_bytes = 0;
   std::size_t rows_per_rank = 0;
   std::size_t max_rows = 0;  // at most this many rows per chunk (0: as many as the transport takes)
+  bool same_rows = false;    // every rank receives the same rows (all of them) from every rank
 };
 
 // A piece of the received data: rows [row_begin, row_begin + rows) of this rank's block,
@@ -34,7 +37,8 @@ struct Chunk {
 };
 using ChunkConsumer = std::function<Status(const Chunk&)>;
 
-// Writes this rank's rows [row_begin, row_begin + rows) of block `dest` into `part`:
+// Writes this rank's rows [row_begin, row_begin + rows) of block `dest` (same_rows: dest 0,
+// the rows themselves) into `part`:
 // segment 0 the x rows, segment 1 the scales rows (for rows that do not exist before the
 // exchange, e.g. quantized on the fly). Must not throw.
 using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::size_t rows,

@@ -85,6 +85,10 @@ class Communicator {
   // Ranks of this communicator that run on this host (they share its cores). Transports
   // that cannot tell return size().
   virtual int local_size() const { return size(); }
+  // Hosts the ranks run on (the same on every rank), and whether a Same step (an
+  // all-gather) crosses to each other host once rather than once per rank there.
+  virtual int hosts() const { return 1; }
+  virtual bool same_once_per_host() const { return false; }
 
   // Bytes of the staging window per rank (HCCL_BUFFSIZE), or 0 when the transport reads
   // peers' buffers directly (then contract.md §rule-11 does not apply).

@@ -26,6 +26,7 @@ constexpr Rule kRules[] = {
     {kTransportName, "auto, shm or mpi", "auto"},
     {kKernelName, "auto or scalar", "auto"},
     {kMpiScheduleName, "hosts, p2p or alltoall", "hosts"},
+    {kAllReduceName, "auto, reduce-scatter or gather", "auto"},
 };
 
 const Rule& rule_of(const char* name) {
@@ -176,6 +177,22 @@ MpiSchedule mpi_schedule() {
   if (auto v = parse_mpi_schedule(text)) return *v;
   warn_once(kMpiScheduleName, text);
   return MpiSchedule::Hosts;
+}
+
+// ---- QCOLL_ALL_REDUCE ----
+
+std::optional<AllReduce> parse_all_reduce(const char* text) {
+  if (unset_or_empty(text) || std::strcmp(text, "auto") == 0) return AllReduce::Auto;
+  if (std::strcmp(text, "reduce-scatter") == 0) return AllReduce::ReduceScatter;
+  if (std::strcmp(text, "gather") == 0) return AllReduce::Gather;
+  return std::nullopt;
+}
+
+AllReduce all_reduce() {
+  const char* text = std::getenv(kAllReduceName);
+  if (auto v = parse_all_reduce(text)) return *v;
+  warn_once(kAllReduceName, text);
+  return AllReduce::Auto;
 }
 
 }  // namespace qcoll::settings

@@ -1,5 +1,6 @@
 #include "ops/agreement.hpp"
 
+
 #include <bit>
 #include <string>
 
@@ -41,6 +42,12 @@ std::string first_difference(const CallDescriptor& a, int ra, const CallDescript
   if (a.in_dtype != b.in_dtype) return both("input dtype", dtype_string(a.in_dtype), dtype_string(b.in_dtype));
   if (a.hif8_target_bits != b.hif8_target_bits)
     return both("HiF8 target", float_text(a.hif8_target_bits), float_text(b.hif8_target_bits));
+  if (a.all_reduce != b.all_reduce) {
+    auto name = [](int32_t v) {
+      return std::string(v == 1 ? "reduce-scatter" : v == 2 ? "gather" : "auto");
+    };
+    return both(settings::kAllReduceName, name(a.all_reduce), name(b.all_reduce));
+  }
   return both(a.in_dtype >= 0 ? "input shape" : "x shape", shape_of(a), shape_of(b));
 }
 

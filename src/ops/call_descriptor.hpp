@@ -23,6 +23,7 @@ struct CallDescriptor {
   int64_t shape[3] = {0, 0, 0};  // x's shape (unused dims 0)
   int32_t in_dtype = -1;          // fused: the float input's dtype; -1 for the quantized operators
   uint32_t hif8_target_bits = 0;  // fused KG HiF8: the bits of the effective target; else 0
+  int32_t all_reduce = 0;         // the all-reduces: QCOLL_ALL_REDUCE (settings::AllReduce); else 0
 };
 static_assert(sizeof(CallDescriptor) <= comm::Communicator::kMaxRecordBytes, "a descriptor is one record");
 

@@ -61,6 +61,32 @@ std::size_t fused_chunk_rows(const comm::ExchangeSpec& spec, int n) {
   return std::max<std::size_t>(1, kFusedChunkBytes / row_bytes);
 }
 
+// QuantAllReduce's choice between its two data movements (QCOLL_ALL_REDUCE, auto): the
+// bytes that leave a host, with h hosts of L = n / h ranks (averaged when uneven: the choice
+// must be the same on every rank) and a tensor of Q quantized bytes per rank, N elements
+// of osz bytes out:
+//   reduce-scatter, then all-gather of the output: L (n - L) / n Q + L G N osz / n
+//   all-gather of the quantized inputs:             L G Q
+// where G, the times a block crosses from a host, is h - 1 when an all-gather step crosses
+// to each other host once (Communicator::same_once_per_host), else n - L. The gather costs
+// every rank n times the reduction work (all rows, from every source), so it is taken only
+// when it saves at least a tenth of the bytes; on one host (no network) never.
+bool gather_all_reduce(const ValidatedCall& vc) {
+  if (!contract::is_all_reduce(vc.op)) return false;
+  if (vc.all_reduce != settings::AllReduce::Auto) return vc.all_reduce == settings::AllReduce::Gather;
+  const comm::Communicator& c = *vc.comm;
+  const int h = c.hosts();
+  if (h <= 1) return false;
+  const double n = c.size(), L = n / h;
+  const double G = c.same_once_per_host() ? h - 1.0 : n - L;
+  const double per_element = static_cast<double>(vc.H + vc.scales_row_bytes()) / static_cast<double>(vc.H);
+  const double Q = per_element * static_cast<double>(vc.rows * vc.H);  // bytes per rank (x + scales)
+  const double out = static_cast<double>(vc.rows * vc.H) * static_cast<double>(vc.out_elem_bytes());
+  const double rs_ag = L * (n - L) / n * Q + L * G * out / n;
+  const double gather = L * G * Q;
+  return gather <= 0.9 * rs_ag;
+}
+
 std::string prefixed(OpKind op, const std::string& msg) {
   return std::string(op_name(op)) + ": " + msg;
 }
@@ -69,6 +95,7 @@ std::string prefixed(OpKind op, const std::string& msg) {
 
 Executor::Executor(ValidatedCall c) : call_(std::move(c)) {
   workspace_bytes_ = call_.comm->may_fail_mid_call() ? call_.out_bytes() : 0;
+  gather_ = gather_all_reduce(call_);
 }
 
 Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
@@ -97,6 +124,10 @@ void Executor::report_not_run() { report_local_failure(*call_.comm, call_.descri
 
 comm::ExchangeSpec Executor::exchange_spec() const {
   comm::ExchangeSpec spec = call_.exchange_spec();
+  if (gather_) {  // every rank's whole tensor to every rank
+    spec.rows_per_rank = call_.rows;
+    spec.same_rows = true;
+  }
   if (call_.fused()) spec.max_rows = fused_chunk_rows(spec, call_.comm->size());
   return spec;
 }
@@ -217,7 +248,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
     return Status::Error(agree.code, prefixed(op, agree.message));
 
   const bool staged = c.may_fail_mid_call();
-  const bool all_reduce = contract::is_all_reduce(op);
+  const bool all_reduce = contract::is_all_reduce(op) && !gather_;  // gather_: no all-gather step
   const std::size_t block_bytes = call_.rows_per_rank() * call_.H * call_.out_elem_bytes();
   const std::size_t my_offset = all_reduce ? static_cast<std::size_t>(c.rank()) * block_bytes : 0;
   const comm::ExchangeSpec spec = exchange_spec();

@@ -60,6 +60,9 @@ class Executor {
 
   ValidatedCall call_;
   uint64_t workspace_bytes_ = 0;
+  // QuantAllReduce moving every rank's quantized tensor to every rank, each reducing every
+  // row (QCOLL_ALL_REDUCE; the same on every rank): no all-gather of the output.
+  bool gather_ = false;
 };
 
 // TEST ONLY (fault injection). When set, the executor calls the hook at the start of every

@@ -99,6 +99,7 @@ CallDescriptor ValidatedCall::descriptor() const {
     d.in_dtype = static_cast<int32_t>(in_dtype);
     d.hif8_target_bits = std::bit_cast<uint32_t>(hif8_target);
   }
+  if (contract::is_all_reduce(op)) d.all_reduce = static_cast<int32_t>(all_reduce);
   return d;
 }
 
@@ -258,6 +259,8 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
   }
   c.out = static_cast<uint8_t*>(out.data) +
           static_cast<std::size_t>(out.offset) * dtype_size(c.out_dtype);
+
+  if (contract::is_all_reduce(c.op)) c.all_reduce = settings::all_reduce();
 
   // Rule 11: the staging window must hold at least one chunk.
   if (comm->window_bytes() > 0 && comm::max_chunk_rows(*comm, c.exchange_spec()) == 0) {

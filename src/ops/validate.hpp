@@ -11,6 +11,7 @@
 #include "ops/tensor_desc.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::ops {
@@ -46,6 +47,7 @@ struct ValidatedCall {
   DType out_dtype = DType::Float;
   DType in_dtype = DType::Float;      // fused operators: the float input's dtype
   float hif8_target = 0.0f;           // fused operators: the effective KG HiF8 target (else 0)
+  settings::AllReduce all_reduce = settings::AllReduce::Auto;  // QCOLL_ALL_REDUCE, read in phase one
   int ndim = 2;
   int64_t shape[3] = {0, 0, 0};   // x's shape
   std::size_t rows = 0;           // BS (B*S for 3-D x)

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "comm/mpi/process_communicator.hpp"
 #include "fused_check.hpp"
 #include "mpi_test_support.hpp"
 #include "ops/executor.hpp"
@@ -69,6 +71,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> transports;
   for (int i = 1; i < argc; ++i) transports.push_back(argv[i]);
   if (transports.empty()) transports = {"shm", "mpi"};
+  // QCOLL_TEST_RANKS_PER_HOST=K (this test only): the mpi communicators take hosts of K ranks.
+  if (const char* k = std::getenv("QCOLL_TEST_RANKS_PER_HOST"))
+    qcoll::comm::mpi::testing::set_ranks_per_host_for_test(std::atoi(k));
   for (const std::string& transport : transports) {
     const double t0 = MPI_Wtime();
     run_transport(transport.c_str(), t);

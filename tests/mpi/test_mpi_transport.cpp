@@ -310,9 +310,10 @@ void check_small_devshm(Tally& t) {
 }  // namespace
 
 // Usage: test_mpi_transport [--several-hosts] [--small-devshm] [TRANSPORT...]
-// (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, or
+// (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, mpi-gather
+// (QCOLL_ALL_REDUCE=gather), or
 // mpi-hosts-K (the hosts schedule with hosts of K ranks on this machine, run_fake_hosts);
-// default shm mpi, and mpi-hosts-2 and mpi-hosts-3 with 4 ranks or more; none with
+// default shm mpi mpi-gather, and mpi-hosts-2 and mpi-hosts-3 with 4 ranks or more; none with
 // --small-devshm)
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -328,7 +329,7 @@ int main(int argc, char** argv) {
     else transports.push_back(argv[i]);
   }
   if (transports.empty() && !small_devshm) {
-    transports = {"shm", "mpi"};
+    transports = {"shm", "mpi", "mpi-gather"};
     if (g_size >= 4) transports.insert(transports.end(), {"mpi-hosts-2", "mpi-hosts-3"});
   }
   if (several_hosts) check_several_hosts(t);
@@ -337,6 +338,12 @@ int main(int argc, char** argv) {
     const double t0 = MPI_Wtime();
     if (name.rfind("mpi-hosts-", 0) == 0) {
       run_fake_hosts(std::atoi(name.c_str() + 10), t);
+    } else if (name == "mpi-gather") {
+      // The all-reduce as an all-gather of the quantized inputs (QCOLL_ALL_REDUCE=gather).
+      unsetenv("QCOLL_MPI_SCHEDULE");
+      setenv("QCOLL_ALL_REDUCE", "gather", 1);
+      run_transport("mpi", t);
+      unsetenv("QCOLL_ALL_REDUCE");
     } else {
       // "mpi-p2p", "mpi-alltoall": the mpi transport with that QCOLL_MPI_SCHEDULE ("mpi": unset, hosts).
       const bool mpi_variant = name.rfind("mpi-", 0) == 0;

@@ -51,6 +51,7 @@ void MpiCommunicator::plan_hosts_routes(const std::vector<int>& host_of) {
     index[k] = static_cast<int>(hosts[host[k]].size());
     hosts[host[k]].push_back(k);
   }
+  hosts_ = static_cast<int>(hosts.size());
   int tag_ub = 32767;  // the least MPI_TAG_UB the standard allows
   void* attr = nullptr;
   int flag = 0;
@@ -206,6 +207,7 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   info.what = what;
   info.forward_recv.clear();
   info.forwarded.clear();
+  info.published = false;
   if (routed(info)) {
     info.forward_first = static_cast<std::size_t>(nranks_ - 1) + own_dests_.size();
     info.reqs.assign(info.forward_first + forward_origins_.size() * local_peers_.size(), MPI_REQUEST_NULL);
@@ -318,6 +320,7 @@ Status MpiCommunicator::publish(Step s) {
   const StepShape& shape = info.shape;
   const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
   Status st;
+  info.published = true;
   if (routed(info)) {
     st = start_hosts(s);
   } else if (schedule_ != settings::MpiSchedule::Alltoall) {
@@ -361,7 +364,8 @@ Status MpiCommunicator::progress() {
   bool tested = false;
   for (uint64_t g = next_step_ >= kDepth ? next_step_ - kDepth : 0; g < next_step_; ++g) {
     StepInfo& info = steps_[slot_of(g)];
-    if (!info.pending() || (tested && info.forwarded.empty())) continue;
+    // (A step begun but not yet published has nothing to test: its parts are being filled.)
+    if (!info.published || !info.pending() || (tested && info.forwarded.empty())) continue;
     bool done = false;
     if (Status st = advance(g, done); !st.ok()) return fail(std::move(st));
     tested = true;

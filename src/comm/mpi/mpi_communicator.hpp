@@ -56,6 +56,8 @@ class MpiCommunicator final : public Communicator {
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "mpi"; }
   int local_size() const override { return local_size_; }
+  int hosts() const override { return hosts_; }
+  bool same_once_per_host() const override { return hosts_routing_ || hosts_ == 1 || hosts_ == nranks_; }
   std::size_t window_bytes() const override { return window_bytes_; }
 
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
@@ -88,6 +90,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<std::size_t> forward_recv;
     std::size_t forward_first = 0;
     std::vector<char> forwarded;
+    bool published = false;  // its transfers were started (publish)
     bool pending() const;
   };
   Status ensure_buffers();
@@ -118,6 +121,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int nranks_ = 0;
   int local_size_ = 1;
+  int hosts_ = 1;
   // The hosts schedule's routes (hosts_routing_: it applies, i.e. several hosts, one of
   // them with several ranks, and the tags fit MPI_TAG_UB). From rank k this rank receives
   // Same parts through recv_from_[k]; its own goes to own_dests_; it forwards the parts of
