@@ -316,14 +316,17 @@ struct RankJob {
     // Bytes that leave each host at least (ranks_per_host L ranks on each of h = n / L
     // hosts; L = 1: the bytes each rank sends). qcoll sums exactly, in rank order, so no
     // host can pre-reduce: a reduce-scatter sends the (n-L)/n of each local rank's quantized
-    // input owned elsewhere; an all-reduce adds its all-gather of the output dtype, each
-    // rank's block crossing to each other host once (the hosts schedule). The peers may
+    // input owned elsewhere; an all-reduce either adds its all-gather of the output dtype,
+    // each rank's block crossing to each other host once (the hosts schedule), or sends
+    // each local rank's whole quantized input to each other host once (QCOLL_ALL_REDUCE=
+    // gather): the bound is the smaller of the two. The peers may
     // reduce inside a host first: (h-1)/h of the tensor per host for a reduce-scatter,
     // twice that for an all-reduce (reduce-scatter plus all-gather among the hosts).
     const double L = args.ranks_per_host, h = n / L;
     const double qbytes = static_cast<double>(in.q[m].q.size() + in.q[m].scales_bytes());
     const double block = count / n * static_cast<double>(dtype_size(plan.out_dtype));
-    r.wire_qcoll = L * (n - L) / n * qbytes + (rs ? 0 : L * (h - 1) * block);
+    r.wire_qcoll = rs ? L * (n - L) / n * qbytes
+                      : std::min(L * (n - L) / n * qbytes + L * (h - 1) * block, L * (h - 1) * qbytes);
     const double peer_frac = (h - 1) / h * (rs ? 1 : 2);
     r.wire_fp32 = peer_frac * count * 4.0;
     r.wire_bf16 = peer_frac * count * 2.0;
