@@ -348,6 +348,25 @@ TEST(CoreSettings, AllReduceValues) {
             "qcoll: warning: QCOLL_ALL_REDUCE: must be auto, reduce-scatter or gather, got 'ring'; using auto\n");
 }
 
+TEST(CoreSettings, MpiChunkValues) {
+  EXPECT_EQ(s::parse_mpi_chunk_kib(nullptr), 64u);
+  EXPECT_EQ(s::parse_mpi_chunk_kib(""), 64u);
+  EXPECT_EQ(s::parse_mpi_chunk_kib("16"), 16u);
+  EXPECT_EQ(s::parse_mpi_chunk_kib("256"), 256u);
+  EXPECT_EQ(s::parse_mpi_chunk_kib("65536"), 65536u);
+  for (const char* bad : {"15", "65537", "-64", "+64", "64k", "1.5", "abc", " 64"})
+    EXPECT_FALSE(s::parse_mpi_chunk_kib(bad)) << bad;
+  {
+    EnvVar e(s::kMpiChunkName, "512");
+    EXPECT_EQ(s::mpi_chunk_kib(), 512u);
+  }
+  EnvVar e(s::kMpiChunkName, "8");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(s::mpi_chunk_kib(), 64u);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "qcoll: warning: QCOLL_MPI_CHUNK_KIB: must be a whole number of KiB in [16, 65536], got '8'; using 64\n");
+}
+
 TEST(CoreSettings, KernelValues) {
   EXPECT_EQ(s::parse_kernel(nullptr), s::Kernel::Auto);
   EXPECT_EQ(s::parse_kernel(""), s::Kernel::Auto);

@@ -76,6 +76,17 @@ enum class MpiSchedule : int { P2p = 0, Alltoall = 1, Hosts = 2 };
 std::optional<MpiSchedule> parse_mpi_schedule(const char* text);
 MpiSchedule mpi_schedule();  // the environment's value, or hosts (warning if bad)
 
+// ---- QCOLL_MPI_CHUNK_KIB: the least message of the MPI transport's chunked steps ----
+// KiB that one message (one peer's part of a chunk) carries at least, a whole number in
+// [16, 65536]; unset or empty: 64. Larger suits faster links (fewer messages, less CPU per
+// byte; measured: 256 on 10 Gbit/s), smaller slower ones (more overlap). Read when an MPI
+// communicator is created; the ranks take the largest value any of them has. Never changes
+// the bits.
+inline constexpr const char* kMpiChunkName = "QCOLL_MPI_CHUNK_KIB";
+inline constexpr std::size_t kDefaultMpiChunkKiB = 64;
+std::optional<std::size_t> parse_mpi_chunk_kib(const char* text);
+std::size_t mpi_chunk_kib();  // the environment's value, or 64 (warning if bad)
+
 // ---- QCOLL_ALL_REDUCE: how an all-reduce moves its data ----
 // auto (ranks on several hosts: whichever of the two below moves clearly fewer bytes across
 // hosts; else reduce-scatter), reduce-scatter (the quantized rows reduce-scattered, then

@@ -13,19 +13,18 @@ namespace {
 // On transports with asynchronous transfers (MPI) the exchange is cut into chunks by the
 // data size: about kTargetChunks of them, so that up to max_steps_in_flight() chunks move
 // while one is consumed and the last one (whose reduction nothing hides) is small, but each
-// part (the message to one peer) at least kMinChunkPartBytes, so that per-message costs stay
+// part (the message to one peer) at least c.min_chunk_part_bytes(), so that per-message costs stay
 // small. A chunk is consumed in pieces of about kPieceBytes per source, with a progress()
 // call after each (and after each destination's part is filled), so that the chunks in
 // flight keep moving meanwhile.
 constexpr std::size_t kTargetChunks = 16;
-constexpr std::size_t kMinChunkPartBytes = 64 * 1024;
 constexpr std::size_t kPieceBytes = 128 * 1024;
 
 // Rows of one chunk on an asynchronous transport (at most max_rows, the window's limit).
-std::size_t async_chunk_rows(const ExchangeSpec& spec, std::size_t max_rows) {
+std::size_t async_chunk_rows(const ExchangeSpec& spec, std::size_t max_rows, std::size_t min_part_bytes) {
   const std::size_t row_bytes = std::max<std::size_t>(1, spec.x_row_bytes + spec.s_row_bytes);
   const std::size_t part_bytes = spec.rows_per_rank * row_bytes;
-  const std::size_t chunks = std::clamp<std::size_t>(part_bytes / kMinChunkPartBytes, 1, kTargetChunks);
+  const std::size_t chunks = std::clamp<std::size_t>(part_bytes / std::max<std::size_t>(1, min_part_bytes), 1, kTargetChunks);
   return std::min(max_rows, (spec.rows_per_rank + chunks - 1) / chunks);
 }
 
@@ -79,7 +78,7 @@ Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& 
   if (Status st = reserve_for_exchange(c, spec, 0, deadline); !st.ok()) return st;
   max_rows = std::min(max_rows, max_rows_for_part(c.slot_capacity() / static_cast<std::size_t>(n), xrb, srb, rpr));
   if (max_rows == 0) return Status::Error(StatusCode::InnerError, no_room_message(c, spec));
-  if (async) max_rows = async_chunk_rows(spec, max_rows);
+  if (async) max_rows = async_chunk_rows(spec, max_rows, c.min_chunk_part_bytes());
   const bool exposed = produce == nullptr && c.can_expose();
   const bool own_in_place = produce == nullptr && c.own_part_in_place();
   const std::size_t nchunks = (rpr + max_rows - 1) / max_rows;
@@ -191,13 +190,13 @@ Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clo
     return Status::Error(StatusCode::InnerError, "the window cannot hold any part of an all-gather");
   }
   if (block_bytes == 0) return c.drain(deadline);
-  // Asynchronous transports: about kTargetChunks pieces (>= kMinChunkPartBytes each), up to
+  // Asynchronous transports: about kTargetChunks pieces (>= min_chunk_part_bytes() each), up to
   // max_steps_in_flight() of them moving while an earlier one is copied out. Otherwise one
   // piece after the other, as large as the window takes.
   const bool async = c.async_transfers();
   std::size_t piece_max = window_piece;
   if (async) {
-    const std::size_t wanted = round_up(std::max(kMinChunkPartBytes, (block_bytes + kTargetChunks - 1) / kTargetChunks),
+    const std::size_t wanted = round_up(std::max(c.min_chunk_part_bytes(), (block_bytes + kTargetChunks - 1) / kTargetChunks),
                                         kSegmentAlign);
     piece_max = std::min(piece_max, wanted);
   }

@@ -121,6 +121,9 @@ class Communicator {
   virtual bool async_transfers() const { return false; }
   // Steps that may be begun and not yet released (>= 2).
   virtual int max_steps_in_flight() const { return 2; }
+  // Asynchronous transports: the least bytes of one part (one peer's message) when the
+  // collectives cut a step into chunks (the same on every rank).
+  virtual std::size_t min_chunk_part_bytes() const { return std::size_t{64} << 10; }
 
   virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline,
                             Step* step) = 0;

@@ -27,6 +27,7 @@ constexpr Rule kRules[] = {
     {kKernelName, "auto or scalar", "auto"},
     {kMpiScheduleName, "hosts, p2p or alltoall", "hosts"},
     {kAllReduceName, "auto, reduce-scatter or gather", "auto"},
+    {kMpiChunkName, "a whole number of KiB in [16, 65536]", "64"},
 };
 
 const Rule& rule_of(const char* name) {
@@ -177,6 +178,25 @@ MpiSchedule mpi_schedule() {
   if (auto v = parse_mpi_schedule(text)) return *v;
   warn_once(kMpiScheduleName, text);
   return MpiSchedule::Hosts;
+}
+
+// ---- QCOLL_MPI_CHUNK_KIB ----
+
+std::optional<std::size_t> parse_mpi_chunk_kib(const char* text) {
+  if (unset_or_empty(text)) return kDefaultMpiChunkKiB;
+  if (*text < '0' || *text > '9') return std::nullopt;  // strtoull would take a sign or spaces
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long kib = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || kib < 16 || kib > 65536) return std::nullopt;
+  return static_cast<std::size_t>(kib);
+}
+
+std::size_t mpi_chunk_kib() {
+  const char* text = std::getenv(kMpiChunkName);
+  if (auto v = parse_mpi_chunk_kib(text)) return *v;
+  warn_once(kMpiChunkName, text);
+  return kDefaultMpiChunkKiB;
 }
 
 // ---- QCOLL_ALL_REDUCE ----

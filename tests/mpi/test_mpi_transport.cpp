@@ -311,7 +311,7 @@ void check_small_devshm(Tally& t) {
 
 // Usage: test_mpi_transport [--several-hosts] [--small-devshm] [TRANSPORT...]
 // (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, mpi-gather
-// (QCOLL_ALL_REDUCE=gather), or
+// (QCOLL_ALL_REDUCE=gather, QCOLL_MPI_CHUNK_KIB differing between ranks), or
 // mpi-hosts-K (the hosts schedule with hosts of K ranks on this machine, run_fake_hosts);
 // default shm mpi mpi-gather, and mpi-hosts-2 and mpi-hosts-3 with 4 ranks or more; none with
 // --small-devshm)
@@ -339,11 +339,15 @@ int main(int argc, char** argv) {
     if (name.rfind("mpi-hosts-", 0) == 0) {
       run_fake_hosts(std::atoi(name.c_str() + 10), t);
     } else if (name == "mpi-gather") {
-      // The all-reduce as an all-gather of the quantized inputs (QCOLL_ALL_REDUCE=gather).
+      // The all-reduce as an all-gather of the quantized inputs (QCOLL_ALL_REDUCE=gather),
+      // and QCOLL_MPI_CHUNK_KIB different on every rank (16 KiB on even ranks, 1 MiB on
+      // odd ones): the ranks must settle on one chunking, or their steps would not match.
       unsetenv("QCOLL_MPI_SCHEDULE");
       setenv("QCOLL_ALL_REDUCE", "gather", 1);
+      setenv("QCOLL_MPI_CHUNK_KIB", g_rank % 2 ? "1024" : "16", 1);
       run_transport("mpi", t);
       unsetenv("QCOLL_ALL_REDUCE");
+      unsetenv("QCOLL_MPI_CHUNK_KIB");
     } else {
       // "mpi-p2p", "mpi-alltoall": the mpi transport with that QCOLL_MPI_SCHEDULE ("mpi": unset, hosts).
       const bool mpi_variant = name.rfind("mpi-", 0) == 0;

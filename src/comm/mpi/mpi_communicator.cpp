@@ -23,11 +23,12 @@ const int32_t kNoticeTimeout = 1, kNoticeError = 2;
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, std::vector<int> host_of,
-                                 settings::MpiSchedule schedule)
+                                 settings::MpiSchedule schedule, std::size_t chunk_part_bytes)
     : name_(std::move(name)),
       comm_(comm),
       window_bytes_(window_bytes),
-      schedule_(schedule) {
+      schedule_(schedule),
+      chunk_part_bytes_(chunk_part_bytes) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &nranks_);
   slot_bytes_ = round_up(window_bytes_ / kDepth, kWindowPartAlign);

@@ -45,8 +45,9 @@ class MpiCommunicator final : public Communicator {
   // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set). `host_of`: for
   // every rank of `comm`, a number naming its host (MPI_Comm_split_type SHARED: the lowest
   // rank there), the same on every rank.
+  // `chunk_part_bytes`: Communicator::min_chunk_part_bytes (QCOLL_MPI_CHUNK_KIB, agreed).
   MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, std::vector<int> host_of,
-                  settings::MpiSchedule schedule);
+                  settings::MpiSchedule schedule, std::size_t chunk_part_bytes);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -65,6 +66,7 @@ class MpiCommunicator final : public Communicator {
   bool own_part_in_place() const override { return false; }
   bool async_transfers() const override { return true; }
   int max_steps_in_flight() const override { return kDepth; }
+  std::size_t min_chunk_part_bytes() const override { return chunk_part_bytes_; }
   Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
   PartRegion region(Step s, int dest) override;
   Status publish(Step s) override;
@@ -131,6 +133,7 @@ class MpiCommunicator final : public Communicator {
   std::size_t window_bytes_ = 0;
   settings::MpiSchedule schedule_ = settings::MpiSchedule::P2p;
   std::size_t slot_bytes_ = 0;
+  std::size_t chunk_part_bytes_ = std::size_t{64} << 10;
   unsigned char* buffers_ = nullptr;  // kDepth send slots, then kDepth receive slots
   bool broken_ = false;
   std::string broken_reason_;

@@ -173,9 +173,12 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
   const std::vector<int> host_of(gathered.get(), gathered.get() + size);
 
   const long long mb = static_cast<long long>(window / kMiB);
-  long long mine[6] = {local.ok() ? 0 : size - rank, mb, -mb, transport, -transport, host_size == size ? 0 : 1};
-  long long all[6] = {0};
-  s = check(MPI_Iallreduce(mine, all, 6, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
+  // QCOLL_MPI_CHUNK_KIB: a tuning of the chunking, the largest any rank asked for.
+  const long long chunk_kib = static_cast<long long>(settings::mpi_chunk_kib());
+  long long mine[7] = {local.ok() ? 0 : size - rank, mb, -mb, transport, -transport, host_size == size ? 0 : 1,
+                       chunk_kib};
+  long long all[7] = {0};
+  s = check(MPI_Iallreduce(mine, all, 7, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
   if (s.ok()) s = wait(req, deadline, "creating communicator: agreeing on the settings");
   if (!s.ok()) return s;  // dup stays allocated: the reduction may still be pending
 
@@ -203,7 +206,8 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
                                  "(use auto or mpi)"));
   }
   if (transport == kMpi || (transport == kAuto && !one_host)) {
-    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule());
+    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule(),
+                                             static_cast<std::size_t>(all[6]) << 10);
     return Status::Ok();
   }
   bool mpi_pending = false, no_space = false;
@@ -217,7 +221,8 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
                    "MPI transport (lower HCCL_BUFFSIZE or enlarge /dev/shm for shared memory)\n",
                    name, static_cast<std::size_t>(size), window / kMiB);
     }
-    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule());
+    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule(),
+                                             static_cast<std::size_t>(all[6]) << 10);
     return Status::Ok();
   }
   return release_dup(s);      // the shared-memory transport needs MPI no more
