@@ -96,6 +96,7 @@ std::size_t mpi_chunk_kib();  // the environment's value, or 64 (warning if bad)
 // changes the bits: every rank sums the same rows in rank order either way.
 inline constexpr const char* kAllReduceName = "QCOLL_ALL_REDUCE";
 enum class AllReduce : int { Auto = 0, ReduceScatter = 1, Gather = 2 };
+const char* all_reduce_name(AllReduce a);  // "auto", "reduce-scatter", "gather"
 std::optional<AllReduce> parse_all_reduce(const char* text);
 AllReduce all_reduce();  // the environment's value, or auto (warning if bad)
 

@@ -38,6 +38,16 @@ const Rule& rule_of(const char* name) {
 
 bool unset_or_empty(const char* text) { return text == nullptr || *text == '\0'; }
 
+// A whole decimal number in [lo, hi], nothing else (no sign: strtoull would take one).
+std::optional<unsigned long long> parse_whole(const char* text, unsigned long long lo, unsigned long long hi) {
+  if (*text == '-' || *text == '+') return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
 // Prints the warning for (name, text) once per process.
 void warn_once(const char* name, const char* text) {
   static std::mutex mu;
@@ -101,12 +111,9 @@ int rank_threads() {
 
 std::optional<std::size_t> parse_buffsize_mib(const char* text) {
   if (unset_or_empty(text)) return kDefaultBuffSizeMiB;
-  if (*text == '-' || *text == '+') return std::nullopt;  // strtoull would take them
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long mb = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || mb < 1 || mb > kMaxBuffSizeMiB) return std::nullopt;
-  return static_cast<std::size_t>(mb);
+  const auto mb = parse_whole(text, 1, kMaxBuffSizeMiB);
+  if (!mb) return std::nullopt;
+  return static_cast<std::size_t>(*mb);
 }
 
 Status window_bytes(std::size_t& bytes) {
@@ -184,12 +191,10 @@ MpiSchedule mpi_schedule() {
 
 std::optional<std::size_t> parse_mpi_chunk_kib(const char* text) {
   if (unset_or_empty(text)) return kDefaultMpiChunkKiB;
-  if (*text < '0' || *text > '9') return std::nullopt;  // strtoull would take a sign or spaces
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long kib = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || kib < 16 || kib > 65536) return std::nullopt;
-  return static_cast<std::size_t>(kib);
+  if (*text < '0' || *text > '9') return std::nullopt;  // no leading spaces either
+  const auto kib = parse_whole(text, 16, 65536);
+  if (!kib) return std::nullopt;
+  return static_cast<std::size_t>(*kib);
 }
 
 std::size_t mpi_chunk_kib() {
@@ -201,10 +206,19 @@ std::size_t mpi_chunk_kib() {
 
 // ---- QCOLL_ALL_REDUCE ----
 
+const char* all_reduce_name(AllReduce a) {
+  switch (a) {
+    case AllReduce::ReduceScatter: return "reduce-scatter";
+    case AllReduce::Gather: return "gather";
+    case AllReduce::Auto: break;
+  }
+  return "auto";
+}
+
 std::optional<AllReduce> parse_all_reduce(const char* text) {
-  if (unset_or_empty(text) || std::strcmp(text, "auto") == 0) return AllReduce::Auto;
-  if (std::strcmp(text, "reduce-scatter") == 0) return AllReduce::ReduceScatter;
-  if (std::strcmp(text, "gather") == 0) return AllReduce::Gather;
+  if (unset_or_empty(text)) return AllReduce::Auto;
+  for (AllReduce a : {AllReduce::Auto, AllReduce::ReduceScatter, AllReduce::Gather})
+    if (std::strcmp(text, all_reduce_name(a)) == 0) return a;
   return std::nullopt;
 }
 

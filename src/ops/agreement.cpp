@@ -1,6 +1,5 @@
 #include "ops/agreement.hpp"
 
-
 #include <bit>
 #include <string>
 
@@ -43,9 +42,7 @@ std::string first_difference(const CallDescriptor& a, int ra, const CallDescript
   if (a.hif8_target_bits != b.hif8_target_bits)
     return both("HiF8 target", float_text(a.hif8_target_bits), float_text(b.hif8_target_bits));
   if (a.all_reduce != b.all_reduce) {
-    auto name = [](int32_t v) {
-      return std::string(v == 1 ? "reduce-scatter" : v == 2 ? "gather" : "auto");
-    };
+    auto name = [](int32_t v) { return std::string(settings::all_reduce_name(static_cast<settings::AllReduce>(v))); };
     return both(settings::kAllReduceName, name(a.all_reduce), name(b.all_reduce));
   }
   return both(a.in_dtype >= 0 ? "input shape" : "x shape", shape_of(a), shape_of(b));

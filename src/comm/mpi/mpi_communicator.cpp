@@ -232,15 +232,12 @@ PartRegion MpiCommunicator::region(Step s, int dest) {
 Status MpiCommunicator::start_p2p(Step s) {
   StepInfo& info = steps_[slot_of(s)];
   const StepShape& shape = info.shape;
-  StepShape per_source = shape;  // a receive slot holds one part per source
-  per_source.kind = StepShape::Kind::PerDestination;
-  const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
+  const int count = part_blocks(s);
   const int tag = kDataTag + static_cast<int>(slot_of(s));
   MPI_Request* req = info.reqs.data();
   for (int j = 1; j < nranks_; ++j) {
     const int src = (rank_ - j + nranks_) % nranks_;
-    unsigned char* into = per_source.part_in<PartRegion>(recv_slot(s), src).seg[0];
-    if (Status st = check(MPI_Irecv(into, count, block512_, src, tag, comm_, req++), "MPI_Irecv"); !st.ok()) return st;
+    if (Status st = check(MPI_Irecv(recv_part(s, src), count, block512_, src, tag, comm_, req++), "MPI_Irecv"); !st.ok()) return st;
   }
   for (int j = 1; j < nranks_; ++j) {
     const int dst = (rank_ + j) % nranks_;
@@ -255,14 +252,11 @@ Status MpiCommunicator::start_p2p(Step s) {
 // own host's ranks. The forwards are posted by advance() as their parts arrive.
 Status MpiCommunicator::start_hosts(Step s) {
   StepInfo& info = steps_[slot_of(s)];
-  StepShape per_source = info.shape;  // a receive slot holds one part per source
-  per_source.kind = StepShape::Kind::PerDestination;
-  const int count = static_cast<int>(info.shape.part_bytes() / kSegmentAlign);
+  const int count = part_blocks(s);
   MPI_Request* req = info.reqs.data();
   for (int j = 1; j < nranks_; ++j) {
     const int src = (rank_ - j + nranks_) % nranks_;
-    unsigned char* into = per_source.part_in<PartRegion>(recv_slot(s), src).seg[0];
-    if (Status st = check(MPI_Irecv(into, count, block512_, recv_from_[src], hosts_tag(s, src), comm_, req), "MPI_Irecv");
+    if (Status st = check(MPI_Irecv(recv_part(s, src), count, block512_, recv_from_[src], hosts_tag(s, src), comm_, req), "MPI_Irecv");
         !st.ok())
       return st;
     const auto f = std::find(forward_origins_.begin(), forward_origins_.end(), src);
@@ -285,9 +279,7 @@ Status MpiCommunicator::advance(Step s, bool& done) {
   done = false;
   bool all_forwarded = true;
   if (!info.forwarded.empty()) {
-    StepShape per_source = info.shape;
-    per_source.kind = StepShape::Kind::PerDestination;
-    const int count = static_cast<int>(info.shape.part_bytes() / kSegmentAlign);
+    const int count = part_blocks(s);
     const std::size_t peers = local_peers_.size();
     for (std::size_t i = 0; i < info.forwarded.size(); ++i) {
       if (info.forwarded[i]) continue;
@@ -298,7 +290,7 @@ Status MpiCommunicator::advance(Step s, bool& done) {
         continue;
       }
       const int origin = forward_origins_[i];
-      const unsigned char* part = per_source.part_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), origin).seg[0];
+      const unsigned char* part = recv_part(s, origin);
       for (std::size_t p = 0; p < peers; ++p) {
         MPI_Request* r = &info.reqs[info.forward_first + i * peers + p];
         if (Status st = check(MPI_Isend(part, count, block512_, local_peers_[p], hosts_tag(s, origin), comm_, r),
@@ -319,7 +311,7 @@ Status MpiCommunicator::publish(Step s) {
   if (broken_) return broken_status();
   StepInfo& info = steps_[slot_of(s)];
   const StepShape& shape = info.shape;
-  const int count = static_cast<int>(shape.part_bytes() / kSegmentAlign);  // parts are whole 512-byte blocks
+  const int count = part_blocks(s);
   Status st;
   info.published = true;
   if (routed(info)) {
@@ -353,9 +345,7 @@ PartView MpiCommunicator::view(Step s, int src) const {
     // Never sent: read where it was written (the Same part, or this rank's part of the send slot).
     return info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), src);
   }
-  StepShape per_source = info.shape;  // a receive slot holds one part per source
-  per_source.kind = StepShape::Kind::PerDestination;
-  return per_source.part_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), src);
+  return info.shape.part_in<PartView>(static_cast<const unsigned char*>(recv_part(s, src)), 0);
 }
 
 Status MpiCommunicator::progress() {

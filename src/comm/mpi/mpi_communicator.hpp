@@ -99,6 +99,14 @@ class MpiCommunicator final : public Communicator {
   static std::size_t slot_of(Step s) { return static_cast<std::size_t>(s % kDepth); }
   unsigned char* send_slot(Step s) const { return buffers_ + slot_of(s) * slot_bytes_; }
   unsigned char* recv_slot(Step s) const { return buffers_ + (kDepth + slot_of(s)) * slot_bytes_; }
+  // Where source src's part of step s lands (a receive slot holds one part per source).
+  unsigned char* recv_part(Step s, int src) const {
+    return recv_slot(s) + static_cast<std::size_t>(src) * steps_[slot_of(s)].shape.part_bytes();
+  }
+  // One part of step s in 512-byte blocks (parts are whole blocks): the count of its messages.
+  int part_blocks(Step s) const {
+    return static_cast<int>(steps_[slot_of(s)].shape.part_bytes() / kSegmentAlign);
+  }
   Status start_p2p(Step s);
   Status start_hosts(Step s);
   void plan_hosts_routes(const std::vector<int>& host_of);
