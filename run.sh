@@ -8,10 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")"
 BUILD_DIR=${QCOLL_BUILD_DIR:-build}
 
+timed() {  # timed NAME COMMAND...: runs it and says how long it took
+  local name=$1 t0=$SECONDS; shift
+  "$@"
+  echo "run.sh: $name: $((SECONDS - t0)) s"
+}
+quiet() { "$@" >/dev/null; }
 build() {
-  scripts/install-deps.sh
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD_DIR"
+  timed "install-deps" scripts/install-deps.sh
+  timed "configure" quiet cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  timed "build" cmake --build "$BUILD_DIR"
 }
 
 cmd=${1:-demo}; shift || true

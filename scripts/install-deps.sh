@@ -15,26 +15,29 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python packages (PyPI) for the Python package in python/ and its tests: build tools
-# (scikit-build-core, nanobind), runtime (numpy, ml_dtypes), tests (pytest; mpi4py for
-# the MPI tests, a prebuilt wheel that uses the system Open MPI). Only what is missing.
+# Debian packages come from Debian 12's archive, whose versions do not change within the
+# release (security fixes only): they need no pin. Python packages come from PyPI, where they
+# do: each is pinned (requirements/*.txt, with everything they pull in locked in
+# requirements/*.lock), and a package installed at another version is brought to the pin.
+# PYTHON (default python3) is the interpreter that builds and tests the Python package: a
+# venv's python works too.
 PYTHON=${PYTHON:-python3}
-PIP_PACKAGES=(numpy:numpy ml_dtypes:ml_dtypes pytest:pytest nanobind:nanobind
-  scikit-build-core:scikit_build_core mpi4py:mpi4py)
-missing_py=()
-for entry in "${PIP_PACKAGES[@]}"; do
-  "$PYTHON" -c "import ${entry#*:}" 2>/dev/null || missing_py+=("${entry%%:*}")
+REQ=requirements
+sets=(python)
+[ "${QCOLL_SKIP_TORCH:-0}" = "1" ] || sets+=(torch)
+for set in "${sets[@]}"; do
+  # The locked packages not installed at their pinned version (none: nothing to do).
+  if ! stale=$("$PYTHON" scripts/pins.py check "$REQ/$set.lock"); then
+    echo "install-deps: $PYTHON cannot check the pins (is pip there?)" >&2
+    exit 1
+  fi
+  [ -z "$stale" ] && continue
+  echo "install-deps: pip installing $REQ/$set.txt (pinned in $REQ/$set.lock): $stale"
+  [ "$set" = torch ] && echo "install-deps: torch is about 5 GB with its CUDA libraries (QCOLL_SKIP_TORCH=1 skips it)"
+  PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    -r "$REQ/$set.txt" -c "$REQ/$set.lock"
+  if stale=$("$PYTHON" scripts/pins.py check "$REQ/$set.lock") && [ -n "$stale" ]; then
+    echo "install-deps: still not at the pinned versions after pip install: $stale" >&2
+    exit 1
+  fi
 done
-if ((${#missing_py[@]})); then
-  echo "install-deps: pip installing ${missing_py[*]}"
-  PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check "${missing_py[@]}"
-fi
-
-# torch, for the qcoll.torch tests (python/tests/test_torch_dist.py: torchrun, gloo, CPU)
-# and examples/torch_ddp.py: the default PyPI wheel and its CUDA libraries, about 5 GB
-# (5 min 22 s on the 2-core development machine). QCOLL_SKIP_TORCH=1 skips it; the torch
-# tests then skip.
-if [ "${QCOLL_SKIP_TORCH:-0}" != "1" ] && ! "$PYTHON" -c "import torch" 2>/dev/null; then
-  echo "install-deps: pip installing torch (QCOLL_SKIP_TORCH=1 skips it)"
-  PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --disable-pip-version-check torch
-fi

@@ -27,19 +27,15 @@ lean() {  # lean HWY_DISABLED_TARGETS: the common configure arguments
         "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only -DHWY_DISABLED_TARGETS=$1 -DHWY_BROKEN_EMU128=1" -DCMAKE_C_COMPILER="$CC_BIN"
         -DCMAKE_CXX_COMPILER="$CXX_BIN" -DQCOLL_BUILD_BENCH=OFF)
 }
-timings=()
-step() {  # step NAME COMMAND...: runs it, records its wall time
-  local name=$1; shift
-  local t0=$SECONDS
-  echo "== sanitizers: $name"
-  "$@"
-  timings+=("$name: $((SECONDS - t0)) s")
-}
+STAGE_PREFIX=sanitizers
+. scripts/stages.sh  # step NAME COMMAND...: a timed stage
 
 # --- ASan + UBSan ------------------------------------------------------------------------
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0}
+# The options the checks rely on come last, so that they hold whatever the caller's own
+# *SAN_OPTIONS say (the caller's other options are kept: later entries win).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0"
 lean "$ASAN_HWY"
 step "asan configure" cmake -S . -B build-asan "${LEAN[@]}" -DQCOLL_SANITIZE=address,undefined \
   -DQCOLL_BUILD_FUZZ=ON >/dev/null
@@ -55,9 +51,15 @@ MPI_TESTS='^mpi\.|^CliBench\.Mpi'
 # forked children inheriting a locked ASan allocator from the unique-id root's thread
 # starting up; fixed in src/comm/bootstrap_root.cpp.)
 RETRY=(--repeat until-pass:2)
-step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 "${RETRY[@]}" -E "$MPI_TESTS"
-step "asan ctest (MPI, no leak check)" env ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
-  ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 "${RETRY[@]}" -R "$MPI_TESTS"
+mkdir -p build-asan/test-reports
+step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 "${RETRY[@]}" -E "$MPI_TESTS" \
+  --output-junit "$PWD/build-asan/test-reports/ctest.xml"
+step "asan ctest (MPI, no leak check)" env ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
+  ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 "${RETRY[@]}" -R "$MPI_TESTS" \
+  --output-junit "$PWD/build-asan/test-reports/ctest-mpi.xml"
+# A skip that tests/allowed_skips.txt does not list fails here too.
+step "asan skips" "${PYTHON:-python3}" scripts/check_skips.py tests/allowed_skips.txt \
+  build-asan/test-reports/ctest.xml build-asan/test-reports/ctest-mpi.xml
 step "fuzz" scripts/fuzz.sh build-asan
 
 # --- TSan --------------------------------------------------------------------------------
@@ -73,11 +75,11 @@ run_tsan() {
   local t
   for t in "${tsan_tests[@]}"; do
     echo "-- tsan: $t"
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/sanitizers/tsan.supp" \
+    TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/sanitizers/tsan.supp" \
       QCOLL_SOAK_CALLS=${QCOLL_TSAN_SOAK_CALLS:-3000} QCOLL_SOURCE_DIR="$PWD" "build-tsan/tests/$t" --gtest_brief=1
   done
 }
 step "tsan tests" run_tsan
 
 echo "sanitizers: all passed"
-printf '  %s\n' "${timings[@]}"
+print_timings

@@ -367,6 +367,24 @@ TEST(CoreSettings, MpiChunkValues) {
             "qcoll: warning: QCOLL_MPI_CHUNK_KIB: must be a whole number of KiB in [16, 65536], got '8'; using 64\n");
 }
 
+TEST(CoreSettings, ShmTagValues) {
+  EXPECT_EQ(s::parse_shm_tag(nullptr), std::string());
+  EXPECT_EQ(s::parse_shm_tag(""), std::string());
+  EXPECT_EQ(s::parse_shm_tag("t0a1B"), std::string("t0a1B"));
+  EXPECT_EQ(s::parse_shm_tag("0123456789abcdef"), std::string("0123456789abcdef"));  // 16
+  for (const char* bad : {"0123456789abcdefg", "a-b", "a/b", "a b", "..", "tag\n", "\xc3\xa9"})
+    EXPECT_FALSE(s::parse_shm_tag(bad)) << bad;
+  {
+    EnvVar e(s::kShmTagName, "run7");
+    EXPECT_EQ(s::shm_tag(), "run7");
+  }
+  EnvVar e(s::kShmTagName, "../x");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(s::shm_tag(), "");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "qcoll: warning: QCOLL_SHM_TAG: must be 1 to 16 ASCII letters and digits, got '../x'; using no tag\n");
+}
+
 TEST(CoreSettings, KernelValues) {
   EXPECT_EQ(s::parse_kernel(nullptr), s::Kernel::Auto);
   EXPECT_EQ(s::parse_kernel(""), s::Kernel::Auto);

@@ -306,6 +306,19 @@ TEST_F(FaultsShm, FusedExceptionInTheReduceStepAndMissingRank) {
 // milliseconds it dies during the data movement. Every survivor must end cleanly:
 // RUNTIME_ERROR with the output untouched (or, had it already finished, the right result),
 // within the bound.
+// The executor's test-only reduce hook (ops/executor.hpp), used to kill rank 1 from inside
+// its reduce step once it reaches the middle of its block: it has reduced some chunks, its
+// peers are in the middle of the exchange, and its block is never finished, so no survivor
+// can complete the all-reduce.
+constexpr int kKilledRank = 1;
+qcoll::Status kill_in_reduce(const std::string&, int rank, std::size_t row_begin) {
+  if (rank == kKilledRank && row_begin >= faults::reduce_fault_row().load()) raise(SIGKILL);
+  return qcoll::Status::Ok();
+}
+
+// Rank 1 is killed (SIGKILL) in an 8 MiB all-reduce through a 4 MB window: delay_ms < 0 from
+// inside its reduce step (above: the kill surely lands mid-call), otherwise delay_ms after
+// every rank entered the call (a call may then finish first: survivors may succeed).
 void killed_mid_call(int delay_ms, const std::string& label) {
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(page, MAP_FAILED);
@@ -316,25 +329,33 @@ void killed_mid_call(int delay_ms, const std::string& label) {
   big.H = 4096;
   big.on_call_start = [entered] { entered->fetch_add(1); };
   auto plans = plans_of(all_same(big));
-  plans[1].calls[0].on_call_start = [entered, delay_ms] {
-    entered->fetch_add(1);
-    std::thread([entered, delay_ms] {
-      while (entered->load() < kRanks) std::this_thread::sleep_for(std::chrono::microseconds(100));
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-      raise(SIGKILL);
-    }).detach();
-  };
+  if (delay_ms < 0) {
+    plans[kKilledRank].calls[0].on_call_start = [entered] {
+      entered->fetch_add(1);
+      faults::reduce_fault_row() = 2048 / kRanks / 2;
+      qcoll::ops::testing::set_reduce_fault_for_test(kill_in_reduce);
+    };
+  } else {
+    plans[kKilledRank].calls[0].on_call_start = [entered, delay_ms] {
+      entered->fetch_add(1);
+      std::thread([entered, delay_ms] {
+        while (entered->load() < kRanks) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        raise(SIGKILL);
+      }).detach();
+    };
+  }
   std::vector<int> codes;
   auto rs = run_processes(plans, kShortTimeout + 8, 7, &codes)[0];
   munmap(page, 4096);
   faults::print_row("shm", label, rs);
   std::printf("%s: rank 0 says: %s\n", label.c_str(), rs[0].message.c_str());
-  EXPECT_EQ(codes[1], 100 + SIGKILL);
+  EXPECT_EQ(codes[kKilledRank], 100 + SIGKILL);
   for (int r = 0; r < kRanks; ++r) {
-    if (r == 1) continue;
+    if (r == kKilledRank) continue;
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
     ASSERT_TRUE(rs[r].called);
-    if (rs[r].status == QCOLL_SUCCESS) {
+    if (rs[r].status == QCOLL_SUCCESS && delay_ms >= 0) {
       EXPECT_TRUE(rs[r].output_correct);
     } else {
       EXPECT_EQ(rs[r].status, QCOLL_RUNTIME_ERROR);
@@ -350,11 +371,17 @@ TEST_F(FaultsShm, ProcessKilledAsTheCallStarts) {
 }
 
 TEST_F(FaultsShm, ProcessKilledMidCall) {
-  // QCOLL_TEST_KILL_MS overrides the delay (to explore where the kill lands).
+  killed_mid_call(-1, "process killed mid-call (SIGKILL r1 in its reduce step at the middle of its block, "
+                      "8 MiB all-reduce, 4 MB window)");
+}
+
+TEST_F(FaultsShm, ProcessKilledAfterADelay) {
+  // QCOLL_TEST_KILL_MS sets the delay (to explore where a timed kill lands; it may land
+  // after the call, and then the survivors succeed).
   const char* env = std::getenv("QCOLL_TEST_KILL_MS");
   const int kKillDelayMs = env ? std::atoi(env) : kKillDelayMsDefault;
-  killed_mid_call(kKillDelayMs, "process killed mid-call (SIGKILL r1 " + std::to_string(kKillDelayMs) +
-                                    " ms in, 8 MiB all-reduce, 4 MB window)");
+  killed_mid_call(kKillDelayMs, "process killed " + std::to_string(kKillDelayMs) +
+                                    " ms into the call (SIGKILL r1, 8 MiB all-reduce, 4 MB window)");
 }
 
 TEST_F(FaultsShm, CallAfterAFailedCall) {

@@ -27,7 +27,7 @@ constexpr int kRanks = 4;
 constexpr double kLongTimeout = 30.0;
 constexpr double kFastBound = 10.0;
 constexpr double kShortTimeout = 1.5;
-constexpr double kMargin = 3.0;  // scheduling slack on a loaded 2-core machine under sanitizers
+constexpr double kMargin = 5.0;  // scheduling slack on a loaded 2-core machine under sanitizers
 
 void set_timeout(double s) { setenv("QCOLL_TIMEOUT_S", std::to_string(s).c_str(), 1); }
 
@@ -174,8 +174,9 @@ TEST_F(FaultsThreads, OneRankNamesAnUnknownGroup) {
 
 TEST_F(FaultsThreads, OneRankDestroysItsExecutor) {
   // qcollDestroyExecutor takes part in the call's agreement as a failed rank does: the
-  // peers fail at once, long before the timeout.
-  set_timeout(kShortTimeout);
+  // peers fail at once, long before the timeout (a long one here, so that "at once" and
+  // "waited for the timeout" stay apart on a loaded machine).
+  set_timeout(kLongTimeout);
   harness::Group g(kRanks);
   auto calls = all_same();
   calls[2].destroy_instead = true;
@@ -183,8 +184,7 @@ TEST_F(FaultsThreads, OneRankDestroysItsExecutor) {
   for (int r = 0; r < kRanks; ++r) {
     if (r == 2) continue;
     EXPECT_EQ(rs[r].status, QCOLL_RUNTIME_ERROR) << rs[r].message;
-    EXPECT_LE(rs[r].seconds, kShortTimeout + kMargin);
-    EXPECT_LT(rs[r].seconds, kShortTimeout * 0.5) << "waited for the timeout";
+    EXPECT_LT(rs[r].seconds, kFastBound) << "waited for the timeout";
     EXPECT_NE(rs[r].message.find("rank 2 (destroyed its executor"), std::string::npos) << rs[r].message;
     EXPECT_TRUE(rs[r].output_untouched);
   }
@@ -343,10 +343,10 @@ TEST_F(FaultsThreads, CallAfterATimeoutSaysTheGroupIsBroken) {
     calls[2].absent = true;
     auto rs = run_case(g, "one rank never arrives (r2)", calls);
     expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
+    set_timeout(kLongTimeout);  // another timeout would now take 30 s, far past kFastBound
     rs = run_case(g, "call after a timeout (same communicator)", all_same());
     expect_all_failed(rs, -1, 0, kFastBound);  // at once, not after another timeout
     for (int r = 0; r < kRanks; ++r) {
-      EXPECT_LE(rs[r].seconds, kShortTimeout * 0.5) << "rank " << r;
       // Says why it cannot work: the group is unusable/broken since the timeout.
       EXPECT_TRUE(rs[r].message.find("broken") != std::string::npos ||
                   rs[r].message.find("unusable") != std::string::npos)

@@ -100,6 +100,16 @@ const char* all_reduce_name(AllReduce a);  // "auto", "reduce-scatter", "gather"
 std::optional<AllReduce> parse_all_reduce(const char* text);
 AllReduce all_reduce();  // the environment's value, or auto (warning if bad)
 
+// ---- QCOLL_SHM_TAG: a tag in the names of qcoll's shared-memory segments ----
+// 1 to 16 ASCII letters and digits; unset or empty: no tag. With tag T a segment is named
+// /dev/shm/qcoll-T-<32 hex digits>, without one /dev/shm/qcoll-<32 hex digits>, so that a
+// test run (or an administrator) can tell its own segments from other programs'. Read when
+// a segment is made; a bad value is ignored with a warning. Never changes the bits.
+inline constexpr const char* kShmTagName = "QCOLL_SHM_TAG";
+inline constexpr std::size_t kMaxShmTagChars = 16;
+std::optional<std::string> parse_shm_tag(const char* text);  // "" = no tag
+std::string shm_tag();  // the environment's value, or "" (warning if bad)
+
 // ---- The message shapes above, for the settings and their tests ----
 // "NAME: must be RULE, got 'TEXT'; using FALLBACK" (without the "qcoll: warning: " prefix).
 std::string bad_value_warning(const char* name, const char* text);

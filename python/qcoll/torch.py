@@ -308,7 +308,8 @@ def init_process_group(backend: str = "gloo", **kwargs) -> None:
     """``torch.distributed.init_process_group(backend, **kwargs)`` that also works under
     mpirun: when ``RANK`` is unset, RANK / WORLD_SIZE / LOCAL_RANK come from Open MPI's or
     MPICH's environment, MASTER_ADDR defaults to 127.0.0.1 and MASTER_PORT to 29500 (set
-    them for several hosts)."""
+    them for several hosts); with another ``init_method`` (``file://PATH``, ``tcp://``)
+    the rank and world size found there are passed on."""
     env = os.environ
     if "RANK" not in env:
         for rank, size, local in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
@@ -319,6 +320,11 @@ def init_process_group(backend: str = "gloo", **kwargs) -> None:
                 break
         env.setdefault("MASTER_ADDR", "127.0.0.1")
         env.setdefault("MASTER_PORT", "29500")
+    # An init_method other than env:// (a file:// or tcp:// rendezvous) takes the rank and
+    # the size as arguments: the ones found above.
+    if kwargs.get("init_method", "env://") != "env://" and "RANK" in env and "WORLD_SIZE" in env:
+        kwargs.setdefault("rank", int(env["RANK"]))
+        kwargs.setdefault("world_size", int(env["WORLD_SIZE"]))
     dist.init_process_group(backend, **kwargs)
 
 

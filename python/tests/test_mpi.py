@@ -23,7 +23,7 @@ pytestmark = [
 
 @pytest.mark.parametrize("n,transport", [(2, "shm"), (2, "mpi"), (4, "mpi")])
 def test_operators_over_mpi(n, transport):
-    pytest.importorskip("mpi4py")
+    pytest.importorskip("mpi4py", exc_type=ModuleNotFoundError)
     env = dict(os.environ, QCOLL_TRANSPORT=transport, QCOLL_TIMEOUT_S="30",
                PYTHONPATH=str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--mca", "btl_vader_single_copy_mechanism",

@@ -1,5 +1,7 @@
 #include "comm/shm_segment.hpp"
 
+#include "qcoll/settings.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -93,7 +95,8 @@ Status random_shm_name(std::string& name) {
   unsigned char bytes[16];
   if (Status s = random_bytes(bytes, sizeof bytes); !s.ok())
     return Status::Error(s.code, "shared memory: " + s.message);
-  name = "/qcoll-" + hex_string(bytes, sizeof bytes);
+  const std::string tag = settings::shm_tag();
+  name = "/qcoll-" + (tag.empty() ? std::string() : tag + "-") + hex_string(bytes, sizeof bytes);
   return Status::Ok();
 }
 

@@ -45,7 +45,8 @@ Status random_bytes(unsigned char* out, std::size_t n);
 // Two lowercase hex digits per byte.
 std::string hex_string(const unsigned char* p, std::size_t n);
 
-// "/qcoll-" followed by 32 random hex digits (128 bits from getrandom).
+// "/qcoll-" followed by 32 random hex digits (128 bits from getrandom), or with a
+// QCOLL_SHM_TAG T (qcoll/settings.hpp) "/qcoll-T-" followed by them.
 Status random_shm_name(std::string& name);
 
 // Creates `name` exclusively (mode 0600) with `bytes` bytes, reserves the first

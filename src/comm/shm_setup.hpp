@@ -16,7 +16,7 @@
 namespace qcoll::comm {
 
 struct ShmSegment {
-  std::string name;    // "/qcoll-" + 32 hex digits
+  std::string name;    // "/qcoll-" [+ QCOLL_SHM_TAG + "-"] + 32 hex digits
   ShmMapping mapping;  // the creator's mapping
 };
 

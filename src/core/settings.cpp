@@ -28,6 +28,7 @@ constexpr Rule kRules[] = {
     {kMpiScheduleName, "hosts, p2p or alltoall", "hosts"},
     {kAllReduceName, "auto, reduce-scatter or gather", "auto"},
     {kMpiChunkName, "a whole number of KiB in [16, 65536]", "64"},
+    {kShmTagName, "1 to 16 ASCII letters and digits", "no tag"},
 };
 
 const Rule& rule_of(const char* name) {
@@ -227,6 +228,27 @@ AllReduce all_reduce() {
   if (auto v = parse_all_reduce(text)) return *v;
   warn_once(kAllReduceName, text);
   return AllReduce::Auto;
+}
+
+// ---- QCOLL_SHM_TAG ----
+
+std::optional<std::string> parse_shm_tag(const char* text) {
+  if (unset_or_empty(text)) return std::string();
+  const std::size_t n = std::strlen(text);
+  if (n > kMaxShmTagChars) return std::nullopt;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char ch = text[i];
+    const bool alnum = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+    if (!alnum) return std::nullopt;
+  }
+  return std::string(text);
+}
+
+std::string shm_tag() {
+  const char* text = std::getenv(kShmTagName);
+  if (auto v = parse_shm_tag(text)) return *v;
+  warn_once(kShmTagName, text);
+  return std::string();
 }
 
 }  // namespace qcoll::settings

@@ -5,6 +5,7 @@
 # Usage: check_layers.sh CXX SRC_DIR LAYER_ROOT INCLUDE_DIR   (the vendor headers of
 # qcoll::ascend, INCLUDE_DIR/qcoll/ascend, are public like the rest of INCLUDE_DIR)
 set -u
+export LC_ALL=C  # the compiler messages matched below are the untranslated ones
 cxx=$1 src=$2 root=$3 inc=$4
 # The graph as documented: each layer and the layers it may include (besides itself).
 declare -A allowed=(

@@ -25,6 +25,7 @@
 #include "comm/registry.hpp"
 #include "mpi_test_support.hpp"
 #include "qcoll/qcoll_mpi.h"
+#include "qcoll/settings.hpp"
 
 using namespace mpitest;
 
@@ -241,13 +242,17 @@ void run_fake_hosts(int per_host, Tally& t) {
   g_fake_per_host = 0;
 }
 
-// qcoll segments in /dev/shm that are still there 3 s after first seen: a segment exists for
-// a moment while any communicator is made (other programs may be making one right now).
+// This run's qcoll segments (named with its QCOLL_SHM_TAG when it has one, so that other
+// programs' segments do not count) in /dev/shm that are still there 3 s after first seen: a
+// segment exists for a moment while any communicator is made (a test running beside this one
+// may be making one right now).
 int count_left_qcoll_segments() {
+  const std::string tag = qcoll::settings::shm_tag();
+  const std::string prefix = "qcoll-" + (tag.empty() ? std::string() : tag + "-");
   std::vector<std::string> seen;
   if (DIR* d = opendir("/dev/shm")) {
     while (dirent* e = readdir(d)) {
-      if (std::string(e->d_name).rfind("qcoll-", 0) == 0) seen.push_back(e->d_name);
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) seen.push_back(e->d_name);
     }
     closedir(d);
   }
