@@ -44,8 +44,23 @@ function(qcoll_test_env_modification out set_vars)
   set(${out} "${mods}" PARENT_SCOPE)
 endfunction()
 
-# For gtest_discover_tests(... PROPERTIES ENVIRONMENT_MODIFICATION "${QCOLL_TEST_ENV_MODIFICATION}").
 qcoll_test_env_modification(QCOLL_TEST_ENV_MODIFICATION "")
+
+# The tests gtest_discover_tests() finds at build time (the lists <target>_TESTS that its
+# files define when ctest reads them) get ENVIRONMENT `env` and the cleared environment,
+# from a file ctest includes after those files (called once, after every
+# gtest_discover_tests() of the directory).
+function(qcoll_gtest_env targets env)
+  set(body "# Made by cmake/test_env.cmake: the environment of the discovered GoogleTest tests.\n")
+  foreach(target ${targets})
+    string(APPEND body "foreach(t IN LISTS ${target}_TESTS)\n"
+      "  set_tests_properties(\"\${t}\" PROPERTIES ENVIRONMENT \"${env}\"\n"
+      "    ENVIRONMENT_MODIFICATION \"${QCOLL_TEST_ENV_MODIFICATION}\")\n"
+      "endforeach()\n")
+  endforeach()
+  file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qcoll_gtest_env.cmake CONTENT "${body}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_CURRENT_BINARY_DIR}/qcoll_gtest_env.cmake)
+endfunction()
 
 # Applies the cleared environment to every test that add_test() made in the calling
 # directory (call it at the end of each CMakeLists.txt that adds tests).
