@@ -75,11 +75,11 @@ def missing(param: str, expected: str) -> NullPointerError:
 
 def renamed(e: Error, names: dict) -> Error:
     """The same error with the core's parameter name at the start of its message replaced by
-    the caller's (``{"reduceOp": "reduce_op"}``), so that a message names what the caller
-    wrote. Errors that start otherwise are returned as they are."""
+    the caller's (``{"reduceOp:": "reduce_op:"}``: prefixes), so that a message names what
+    the caller wrote. Errors that start otherwise are returned as they are."""
     msg = e.message
     for core, mine in names.items():
-        if msg.startswith(core + ":"):
+        if msg.startswith(core):
             new = type(e)(e.status, mine + msg[len(core):])
             new.__traceback__ = e.__traceback__
             return new

@@ -31,9 +31,9 @@ _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
 _GROUP = "a group name or a group object (qcoll.ThreadGroup, qcoll.init_comm, qcoll.mpi.MpiGroup)"
 
 #: The core's parameter names -> the Python API's, at the start of a message.
-_QUANT_NAMES = {"reduceOp": "reduce_op", "output: dtype": "output_dtype: dtype"}
-_FUSED_NAMES = {"input": "x", "reduceOp": "reduce_op", "config.xDtype": "mode", "config.scalesDtype": "mode",
-                "config.hif8Target": "hif8_target", "output: dtype": "output_dtype: dtype"}
+_QUANT_NAMES = {"reduceOp:": "reduce_op:", "output: dtype must": "output_dtype: must"}
+_FUSED_NAMES = {"reduceOp:": "reduce_op:", "config.xDtype:": "mode:", "config.scalesDtype:": "mode:",
+                "config.hif8Target:": "hif8_target:", "output: dtype must": "output_dtype: must"}
 
 
 def _is_group(obj: Any) -> bool:
@@ -178,7 +178,7 @@ def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target,
         try:
             fn(*args)
         except Error as e:
-            raise renamed(e, {**_FUSED_NAMES, "input": x_param}) from None
+            raise renamed(e, {**_FUSED_NAMES, "input:": x_param + ":"}) from None
         return result(out, ot, xb is not None and xb.is_torch)
     fn(*args, stream._s, (x, xr, out))
     return Work(stream, result(out, ot, xb is not None and xb.is_torch))
