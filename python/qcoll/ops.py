@@ -215,7 +215,7 @@ def quant_reduce_scatter(x, scales=_MISSING, group=_MISSING, *, reduce_op: str =
 
     ``x``: (BS, H) or (B, S, H) of int8, hifloat8 (uint8 + ``x_dtype="hifloat8"``),
     float8_e4m3fn or float8_e5m2. ``scales``: float32 (BS, H/128) (KG), or E8M0
-    (BS, H/64, 2) (MX; uint8 + ``scales_dtype="float8_e8m0"`` also accepted).
+    (BS, H/64, 2) (MX; uint8 bytes also accepted, taken as E8M0).
     ``group``: a group name or object joined by the calling thread/process.
     Returns a (BS/n, H) array (a torch tensor for a torch x). Raises qcoll.Error.
     ``stream``: a :class:`qcoll.Stream`: the call is enqueued and a :class:`qcoll.Work` is

@@ -435,7 +435,7 @@ def quant_reduce_scatter(x, scales, group=None, *, output_dtype=torch.bfloat16, 
 
     ``x``: (BS, H) or (B, S, H), int8 / float8_e4m3fn / float8_e5m2 (or uint8 HiF8 codes
     with ``x_dtype="hifloat8"``); ``scales``: float32 (..., H/128) (KG) or float8_e8m0fnu
-    (..., H/64, 2) (MX; uint8 with ``scales_dtype="float8_e8m0"``). Returns a tensor of
+    (..., H/64, 2) (MX; uint8 bytes are taken as E8M0). Returns a tensor of
     ``output_dtype`` (float32, float16, bfloat16), or a :class:`Work` with ``async_op``.
     Raises qcoll.Error (the same rules and messages as :func:`qcoll.quant_reduce_scatter`;
     ranks that disagree all get a CommunicationError)."""
