@@ -10,8 +10,8 @@
 - Every sample of ``qcoll demo``'s table in README.md and docs/ (a block with the column
   header line) is compared with the program's real output, numbers masked.
 
-The program is $QCOLL_CLI or build/tools/qcoll; shell blocks and the demo samples are
-skipped (with the reason) only when it is absent.
+The program is $QCOLL_CLI, else $QCOLL_BUILD_DIR/tools/qcoll, else build/tools/qcoll; shell
+blocks and the demo samples are skipped (with the reason) only when it is absent.
 """
 
 import functools
@@ -87,7 +87,11 @@ def test_markers_stand_before_a_fence():
 
 
 def program() -> pathlib.Path | None:
-    p = pathlib.Path(os.environ.get("QCOLL_CLI") or ROOT / "build" / "tools" / "qcoll")
+    """$QCOLL_CLI, else $QCOLL_BUILD_DIR/tools/qcoll, else build/tools/qcoll; None if absent."""
+    build = pathlib.Path(os.environ.get("QCOLL_BUILD_DIR") or ROOT / "build")
+    p = pathlib.Path(os.environ.get("QCOLL_CLI") or build / "tools" / "qcoll")
+    if not p.is_absolute():
+        p = ROOT / p
     return p if p.is_file() and os.access(p, os.X_OK) else None
 
 
@@ -157,7 +161,7 @@ def test_runnable_blocks_run_as_written(page, tmp_path):
     skipped = []
     for block in runnable_blocks(page):
         if block.lang == "sh" and program() is None:
-            skipped.append(f"{block.where} (the qcoll program is not built: set QCOLL_CLI or build build/tools/qcoll)")
+            skipped.append(f"{block.where} (the qcoll program is not built: set QCOLL_CLI or QCOLL_BUILD_DIR, or build build/tools/qcoll)")
         elif (block.torchrun or re.search(r"^import torch|^from torch|qcoll\.torch", block.code, re.M)) \
                 and importlib.util.find_spec("torch") is None:
             skipped.append(f"{block.where} (torch is not installed)")
@@ -237,7 +241,7 @@ def test_demo_samples_exist():
 def test_demo_sample_matches_the_program(page, line, sample):
     exe = program()
     if exe is None:
-        pytest.skip("the qcoll program is not built (set QCOLL_CLI or build build/tools/qcoll)")
+        pytest.skip("the qcoll program is not built (set QCOLL_CLI or QCOLL_BUILD_DIR, or build build/tools/qcoll)")
     real = demo_output(str(exe))
     want = [normalized(t) for t in sample]
     assert want[0] in real, f"{page.name}:{line}: {sample[0]!r} is not a line qcoll demo prints:\n" + "\n".join(real)
