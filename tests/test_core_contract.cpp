@@ -45,7 +45,8 @@ TEST(CoreContract, DtypePredicates) {
   }
   EXPECT_EQ(c::dtype_list(c::kXDtypes), "int8, hifloat8, float8_e4m3fn or float8_e5m2");
   EXPECT_EQ(c::dtype_list(c::kOutDtypes), "float, float16 or bfloat16");
-  EXPECT_EQ(c::dtype_text(DType::Float8E5M2), "float8_e5m2 (35)");
+  EXPECT_EQ(c::dtype_text(DType::Float8E5M2), "float8_e5m2");  // the name callers write, no enum value
+  EXPECT_EQ(c::dtype_text(bogus), "99 (unknown dtype)");
 }
 
 // ---- scale groups and layout ----
@@ -83,10 +84,18 @@ TEST(CoreContract, QuantizerRules) {
   EXPECT_TRUE(c::check_quant_dtypes(DType::Float8E5M2, DType::Float8E8M0).ok());
   auto st = c::check_quant_dtypes(DType::Int8, DType::Float8E8M0);
   EXPECT_EQ(st.code, StatusCode::ParamInvalid);
-  EXPECT_EQ(st.message, "x_dtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got int8 (2)");
+  EXPECT_EQ(st.message, "x_dtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got int8");
   st = c::check_quant_dtypes(DType::Float8E8M0, DType::Float);
   EXPECT_EQ(st.message, "x_dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got "
-                        "float8_e8m0 (37)");
+                        "float8_e8m0");
+  // The caller's parameter names (Python's quantize_kg(x, dtype)).
+  c::QuantParamNames names;
+  names.x_dtype = "dtype";
+  EXPECT_EQ(c::check_quant_call(DType::Float16, DType::Float, 1024, 0.0f, names).message,
+            "dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got float16");
+  names.hif8_target = "hif8_target=";
+  EXPECT_TRUE(starts_with(c::check_quant_call(DType::HiFloat8, DType::Float, 1024, 0.5f, names).message,
+                          "hif8_target=: must be"));
   st = c::check_quant_dtypes(DType::Int8, DType::Float16);
   EXPECT_TRUE(starts_with(st.message, "scales_dtype: must be float (KG) or float8_e8m0 (MX), got float16")) << st.message;
 
@@ -152,9 +161,9 @@ TEST(CoreContract, FusedOperators) {
   EXPECT_TRUE(c::check_quant_config(DType::Int8, DType::Float, -3.0f).ok());  // target ignored
   EXPECT_TRUE(c::check_quant_config(DType::Float8E5M2, DType::Float8E8M0, 0.0f).ok());
   EXPECT_EQ(c::check_quant_config(DType::Int8, DType::Float8E8M0, 0.0f).message,
-            "config.xDtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got int8 (2)");
+            "config.xDtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got int8");
   EXPECT_EQ(c::check_quant_config(DType::Int8, DType::Float16, 0.0f).message,
-            "config.scalesDtype: must be float (KG) or float8_e8m0 (MX), got float16 (1)");
+            "config.scalesDtype: must be float (KG) or float8_e8m0 (MX), got float16");
   EXPECT_EQ(c::check_quant_config(DType::HiFloat8, DType::Float, 0.5f).message,
             "config.hif8Target: must be 0 (default) or in [1, 32768], got 0.500000");
   EXPECT_EQ(c::check_quant_config(DType::HiFloat8, DType::Float, 0.5f).code, qcoll::StatusCode::ParamInvalid);
@@ -176,7 +185,11 @@ TEST(CoreContract, QuantModes) {
   }
   EXPECT_EQ(c::find_quant_mode("kg-e4m3")->x, DType::Float8E4M3FN);
   EXPECT_EQ(c::find_quant_mode("mx-e5m2")->scales, DType::Float8E8M0);
-  EXPECT_EQ(c::find_quant_mode("int8"), nullptr);  // the tools' short spelling is theirs
+  // A KG mode may be named by its format alone, in every front end (CLI, Python, torch).
+  EXPECT_EQ(c::find_quant_mode("int8"), c::find_quant_mode("kg-int8"));
+  EXPECT_EQ(c::find_quant_mode("e5m2"), c::find_quant_mode("kg-e5m2"));
+  EXPECT_EQ(c::find_quant_mode("hifloat8"), nullptr);  // a dtype name, not a mode
+  EXPECT_EQ(c::quant_mode_short_names(), "int8, hif8, e4m3, e5m2");
   EXPECT_EQ(c::find_quant_mode("mx-int8"), nullptr);
   EXPECT_EQ(c::quant_mode_names(), "kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3 or mx-e5m2");
 }

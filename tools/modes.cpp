@@ -30,8 +30,11 @@ std::string Mode::types_text() const {
 std::span<const Mode> all_modes() { return kModes; }
 
 const Mode* find_mode(std::string_view text) {
+  // The spellings are the contract's (as in Python's mode=); this table adds the labels.
+  const contract::QuantMode* q = contract::find_quant_mode(text);
+  if (q == nullptr) return nullptr;
   for (const Mode& m : kModes)
-    if (text == m.name || text == m.short_name()) return &m;
+    if (m.x == q->x && m.scales == q->scales) return &m;
   return nullptr;
 }
 
@@ -51,7 +54,8 @@ std::vector<const Mode*> parse_mode_list(const std::string& option, const std::s
     const Mode* m = find_mode(item);
     if (m == nullptr)
       throw CliError(ErrorKind::Argument, option + ": unknown mode '" + item + "' (expected all or a comma list of " +
-                                              mode_names() + "; int8, hif8, e4m3, e5m2 also name the KG modes)");
+                                              mode_names() + "; " + contract::quant_mode_short_names() +
+                                              " also name the KG modes)");
     bool seen = false;
     for (const Mode* o : out) seen = seen || o == m;
     if (!seen) out.push_back(m);

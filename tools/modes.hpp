@@ -3,8 +3,8 @@
 //   kg-int8, kg-hif8, kg-e4m3, kg-e5m2   per-token-per-group: fp32 scale per 128 elements
 //   mx-e4m3, mx-e5m2                     OCP MX: E8M0 scale per 32 elements
 //
-// A KG mode may also be named by its format alone (int8, hif8, e4m3, e5m2): the spelling
-// `qcoll demo` has always accepted and prints as its rows' "mode".
+// A KG mode may also be named by its format alone (int8, hif8, e4m3, e5m2), as everywhere
+// (contract::find_quant_mode resolves the names; `qcoll demo` prints it as its rows' "mode").
 #pragma once
 #include <span>
 #include <string>

@@ -44,26 +44,34 @@ bool dtypes_fit(DType x_dtype, DType scales_dtype);
 
 // "int8, hifloat8, float8_e4m3fn or float8_e5m2": canonical names joined for a message.
 std::string dtype_list(std::span<const DType> types);
-// "float8_e5m2 (35)": a dtype's name and value, as messages quote a value seen.
+// "float8_e5m2": a dtype as messages quote a value seen (its name, as callers write it; an
+// unknown value as "99 (unknown dtype)").
 std::string dtype_text(DType t);
 
 // ---- Quantization modes: the names of the (x dtype, scales dtype) rows of §modes, as the
 // tools, the Python package and the fused operators' wrappers spell them ----
 
 struct QuantMode {
-  const char* name;  // "kg-int8", ..., "mx-e5m2"
+  const char* name;        // "kg-int8", ..., "mx-e5m2"
+  const char* short_name;  // a KG mode's format alone ("int8", ...); nullptr for MX
   DType x;
-  DType scales;      // Float (KG) or Float8E8M0 (MX)
+  DType scales;            // Float (KG) or Float8E8M0 (MX)
 };
 inline constexpr QuantMode kQuantModes[] = {
-    {"kg-int8", DType::Int8, DType::Float},         {"kg-hif8", DType::HiFloat8, DType::Float},
-    {"kg-e4m3", DType::Float8E4M3FN, DType::Float}, {"kg-e5m2", DType::Float8E5M2, DType::Float},
-    {"mx-e4m3", DType::Float8E4M3FN, DType::Float8E8M0}, {"mx-e5m2", DType::Float8E5M2, DType::Float8E8M0},
+    {"kg-int8", "int8", DType::Int8, DType::Float},
+    {"kg-hif8", "hif8", DType::HiFloat8, DType::Float},
+    {"kg-e4m3", "e4m3", DType::Float8E4M3FN, DType::Float},
+    {"kg-e5m2", "e5m2", DType::Float8E5M2, DType::Float},
+    {"mx-e4m3", nullptr, DType::Float8E4M3FN, DType::Float8E8M0},
+    {"mx-e5m2", nullptr, DType::Float8E5M2, DType::Float8E8M0},
 };
-// The mode named `name` exactly, or nullptr.
+// The mode named `name` (its name or its short name, exactly), or nullptr. Every front end
+// (the CLI, the Python package, qcoll.torch) resolves mode names here.
 const QuantMode* find_quant_mode(std::string_view name);
 // "kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3 or mx-e5m2"
 std::string quant_mode_names();
+// "int8, hif8, e4m3, e5m2": the short names of the KG modes
+std::string quant_mode_short_names();
 
 // ---- Scale groups and the scales layout (contract.md §modes) ----
 
@@ -105,6 +113,15 @@ Status check_hif8_target(float target);
 // All three in that order, the target only for KG HiF8: the rule of every quantizer and of
 // the dequantizer (null pointers are the caller's business).
 Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target = 0.0f);
+// The same rule with the caller's parameter names in the messages (a binding whose
+// arguments are spelled otherwise, e.g. Python's quantize_kg(x, dtype)).
+struct QuantParamNames {
+  const char* x_dtype = "x_dtype";
+  const char* scales_dtype = "scales_dtype";
+  const char* hif8_target = "hif8_target";
+};
+Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target,
+                        const QuantParamNames& names);
 
 // ---- Operators (contract.md §api, §validation) ----
 
@@ -122,6 +139,8 @@ inline constexpr int kRankCounts[] = {2, 4, 8};
 // Group (communicator) names: non-empty, at most 127 characters (shorter than 128).
 inline constexpr std::size_t kMaxGroupNameLen = 127;
 bool is_rank_count(int nranks);
+// "2, 4 or 8": the rank counts for a message
+std::string rank_count_list();
 
 // A communicator (a thread group, or one made from a unique id) has 1 to kMaxCommRanks
 // ranks; the operators take those of kRankCounts ranks (rule 3).

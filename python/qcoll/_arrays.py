@@ -13,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._dtypes import DType, dtype_of_numpy, numpy_dtype, optional_dtype, torch_dtype
-from .errors import invalid
+from .errors import invalid, missing
 
 _BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.float32)}
 
@@ -51,11 +51,24 @@ def _torch_bits(t, param: str) -> Bits:
     return Bits(raw, spec, True)
 
 
+def check_not_pair(obj: Any, param: str, call: str) -> None:
+    """Refuses the (q, scales) pair that quantize_kg / quantize_mx return, given as one
+    argument: ``call`` shows the right spelling."""
+    if isinstance(obj, (tuple, list)) and len(obj) == 2 and all(
+            isinstance(a, np.ndarray) or is_torch_tensor(a) for a in obj):
+        raise invalid(f"{param}: got a tuple of 2 arrays, like the (q, scales) pair of quantize_kg / quantize_mx; "
+                      f"pass them as two arguments: {call}")
+
+
 def bits_of(obj: Any, param: str) -> Bits:
     """The bits of an array-like, without a copy for numpy arrays and torch CPU tensors."""
+    if obj is None:
+        raise missing(param, "an array or a torch CPU tensor")
     if is_torch_tensor(obj):
         return _torch_bits(obj, param)
     a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+    if a.dtype.kind in "OUSV" and not isinstance(obj, np.ndarray):
+        raise invalid(f"{param}: expected an array or a torch CPU tensor, got {type(obj).__name__}")
     spec = dtype_of_numpy(a.dtype)
     if a.dtype in (np.uint8, np.uint16):  # raw codes: the caller names the format
         return Bits(a, None)
@@ -68,14 +81,19 @@ def bits_of(obj: Any, param: str) -> Bits:
     return Bits(a.view(_BITS[a.dtype.itemsize]), spec)
 
 
-def input_dtype(b: Bits, explicit: Any, param: str, array: str, hint: str) -> DType:
+def input_dtype(b: Bits, explicit: Any, param: str, array: str, hint: str,
+                raw_default: Optional[DType] = None) -> DType:
     """The SPEC type of an input array: ``explicit`` (the argument named ``param``) where
-    given, which must agree with a typed array, else the array's own type; raw bytes need
-    ``param``. ``array`` names the input in messages, ``hint`` gives an example value."""
+    given, which must agree with a typed array, else the array's own type; raw bytes are
+    ``raw_default`` where the format has only one 8-bit type (scales: E8M0, as the CLI
+    infers it), else need ``param``. ``array`` names the input in messages, ``hint`` gives
+    an example value."""
     t = optional_dtype(explicit, param)
     if t is None:
         if b.dtype is None:
-            raise invalid(f"{param}: a uint8 {array} needs {param} ({hint})")
+            if raw_default is not None and b.raw.dtype.itemsize == raw_default.itemsize:
+                return raw_default
+            raise invalid(f"{param}: a uint8 {array} needs {param} ({hint}), got {param}=None")
         return b.dtype
     if b.dtype is not None and b.dtype != t:
         raise invalid(f"{param}: the array holds {b.dtype.spec_name}, but {param}={t.spec_name} was given")
@@ -85,6 +103,8 @@ def input_dtype(b: Bits, explicit: Any, param: str, array: str, hint: str) -> DT
 def float32_values(obj: Any, param: str) -> tuple[np.ndarray, bool]:
     """Values as a float32 array (exact for float16/bfloat16/8-bit inputs; float64 and
     integers are rounded to float32 first), and whether obj was a torch tensor."""
+    if obj is None:
+        raise missing(param, "an array or a torch CPU tensor of values")
     if is_torch_tensor(obj):
         import torch
 

@@ -74,6 +74,9 @@ def to_dtype(spec: Any, param: str = "dtype") -> DType:
     a numpy / ml_dtypes dtype or scalar type, or a torch dtype."""
     if isinstance(spec, DType):
         return spec
+    if spec is None:  # np.dtype(None) would be float64
+        raise invalid(f"{param}: must be a dtype, got None; expected a name such as 'float8_e4m3fn', "
+                      "a numpy / ml_dtypes / torch dtype or a qcoll.DType")
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         try:
             return DType(int(spec))

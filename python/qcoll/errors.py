@@ -65,3 +65,22 @@ def error_from_status(status: int, message: str) -> Error:
 
 def invalid(message: str) -> InvalidParameterError:
     return InvalidParameterError(PARAM_INVALID, message)
+
+
+def missing(param: str, expected: str) -> NullPointerError:
+    """PARAM_NULLPTR for a required argument given as None (the core's "must not be null", in
+    the caller's words)."""
+    return NullPointerError(PARAM_NULLPTR, f"{param}: must not be None; expected {expected}")
+
+
+def renamed(e: Error, names: dict) -> Error:
+    """The same error with the core's parameter name at the start of its message replaced by
+    the caller's (``{"reduceOp:": "reduce_op:"}``: prefixes), so that a message names what
+    the caller wrote. Errors that start otherwise are returned as they are."""
+    msg = e.message
+    for core, mine in names.items():
+        if msg.startswith(core):
+            new = type(e)(e.status, mine + msg[len(core):])
+            new.__traceback__ = e.__traceback__
+            return new
+    return e

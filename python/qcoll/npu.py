@@ -56,7 +56,7 @@ def _input_dtype(spec: Any, param: str):
 
 def _output_dtype(spec: Any):
     if spec is None:
-        return None
+        return DType.BFLOAT16  # the vendor's default (torch_npu's signature)
     if _is_code(spec):
         if spec in TORCH_SCALAR_TYPE_CODES:
             return TORCH_SCALAR_TYPE_CODES[spec]

@@ -1,7 +1,8 @@
 """The operators QuantReduceScatter and QuantAllReduce (contract.md §operation, §api), with the vendor's Python
 signature ``(x, scales, group, *, reduce_op="sum", output_dtype=None, x_dtype=None,
 scales_dtype=None)``; and the fused operators (contract.md §fused) from a float tensor,
-``reduce_scatter(x, group, *, mode="kg-int8", output_dtype=None)`` and ``all_reduce``."""
+``reduce_scatter(x, group, *, mode="kg-int8", output_dtype=None)`` and ``all_reduce`` (the output
+in x's dtype unless output_dtype names another)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,62 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import Bits, bits_of, input_dtype, result
+from ._arrays import Bits, bits_of, check_not_pair, input_dtype, result
 from ._dtypes import DType, optional_dtype
-from .errors import Error, invalid
+from .errors import Error, invalid, renamed
 from .groups import group_name
 from .streams import Stream, Work
 
 
-def _input(a: Any, explicit: Any, param: str, hint: str) -> tuple[Optional[Bits], int]:
-    """The bits of an operator input and its dtype value (None stays None: PARAM_NULLPTR)."""
-    if a is None:
-        return None, -1
+def _input(a: Any, explicit: Any, param: str, hint: str,
+           raw_default: Optional[DType] = None) -> tuple[Optional[Bits], int]:
+    """The bits of an operator input and its dtype value (None: PARAM_NULLPTR)."""
     b = bits_of(a, param)
-    return b, int(input_dtype(b, explicit, f"{param}_dtype", param, hint))
+    return b, int(input_dtype(b, explicit, f"{param}_dtype", param, hint, raw_default))
+
+
+#: Not given (a required argument left out: a message instead of Python's TypeError).
+_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
+
+_GROUP = "a group name or a group object (qcoll.ThreadGroup, qcoll.init_comm, qcoll.mpi.MpiGroup)"
+
+#: The core's parameter names -> the Python API's, at the start of a message.
+_QUANT_NAMES = {"reduceOp:": "reduce_op:", "output: dtype must": "output_dtype: must"}
+_FUSED_NAMES = {"reduceOp:": "reduce_op:", "config.xDtype:": "mode:", "config.scalesDtype:": "mode:",
+                "config.hif8Target:": "hif8_target:", "output: dtype must": "output_dtype: must"}
+
+
+def _is_group(obj: Any) -> bool:
+    from .groups import CoreGroup, ThreadGroup
+
+    return isinstance(obj, (str, ThreadGroup, CoreGroup))
+
+
+def _call_shape(which: str, x, scales, group, stream) -> tuple[Any, Optional[str]]:
+    """Refuses the wrong arities a newcomer writes (the (q, scales) pair as x, the scales left
+    out, no group) with a message naming the parameter; returns (group, the name of the
+    group to abstain on). The name is that of any group the call was given, so that a rank
+    that fails here still fails its peers at once."""
+    fn = "quant_reduce_scatter" if which == "rs" else "quant_all_reduce"
+    given = scales if group is _MISSING and _is_group(scales) else group
+    name = group_name(given) if _is_group(given) else None
+    try:
+        check_not_pair(x, "x", f"{fn}(q, scales, group) or {fn}(*qcoll.quantize_kg(x, dtype), group)")
+        if scales is _MISSING:
+            raise invalid(f"scales: missing: the call is {fn}(x, scales, group), with the scales of quantize_kg / "
+                          "quantize_mx")
+        if group is _MISSING:
+            if _is_group(scales):
+                raise invalid(f"scales: got the group {scales!r}, and no group: the call is {fn}(x, scales, group); "
+                              "pass the scales (from quantize_kg / quantize_mx) before the group")
+            raise invalid(f"group: missing: the call is {fn}(x, scales, group), with a group name or object")
+        if group is None:
+            raise invalid(f"group: must not be None; expected {_GROUP}")
+    except Error:
+        if stream is None and name is not None and _core.resolve_group(name) is not None:
+            abstain(which, name)
+        raise
+    return group, name
 
 
 def abstain(which: str, name: str) -> None:
@@ -51,12 +95,19 @@ def _checked(which: str, name: Optional[str], stream, check):
         raise
 
 
+def _check_reduce_op(reduce_op) -> None:
+    if reduce_op is None:
+        raise invalid('reduce_op: must be "sum", got None')
+
+
 def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype, stream=None):
+    group, _ = _call_shape(which, x, scales, group, stream)
     name = group_name(group)
 
     def check():
+        _check_reduce_op(reduce_op)
         return (*_input(x, x_dtype, "x", "e.g. 'hifloat8'"),
-                *_input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'"),
+                *_input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'", DType.FLOAT8_E8M0),
                 optional_dtype(output_dtype, "output_dtype"))
 
     xb, xt, sb, st, ot = _checked(which, name, stream, check)
@@ -67,7 +118,10 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
     xr = None if xb is None else xb.raw
     sr = None if sb is None else sb.raw
     if stream is None:
-        fn(xr, xt, sr, st, name, reduce_op, out, int(ot))
+        try:
+            fn(xr, xt, sr, st, name, reduce_op, out, int(ot))
+        except Error as e:
+            raise renamed(e, _QUANT_NAMES) from None
         return result(out, ot, xb is not None and xb.is_torch)
     # Enqueued: the stream keeps x, scales and out alive until a synchronize covered the call.
     fn(xr, xt, sr, st, name, reduce_op, out, int(ot), stream._s, (x, scales, xr, sr, out))
@@ -94,33 +148,43 @@ def _check_stream(stream) -> None:
         raise invalid(f"stream: expected a qcoll.Stream or None, got {type(stream).__name__}")
 
 
-def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target, stream=None):
+def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target, stream=None, x_param: str = "x"):
+    if group is _MISSING:
+        fn = "reduce_scatter" if which == "rs" else "all_reduce"
+        raise invalid(f"group: missing: the call is {fn}({x_param}, group, *, mode=...), with a group name or object")
+    if group is None:
+        raise invalid(f"group: must not be None; expected {_GROUP}")
     name = group_name(group)
 
     def check():
-        xb = None if x is None else bits_of(x, "x")
-        if xb is not None and xb.dtype is None:
-            raise invalid(f"x: must hold float32, float16 or bfloat16 values, got raw {xb.raw.dtype} codes")
+        _check_reduce_op(reduce_op)
+        xb = bits_of(x, x_param)
+        if xb.dtype is None:
+            raise invalid(f"{x_param}: must hold float32, float16 or bfloat16 values, got raw {xb.raw.dtype} codes")
         if not isinstance(mode, str):
             raise invalid(f"mode: must be a string ({', '.join(_core.quant_mode_names())}), got {mode!r}")
         return (xb, *_core.quant_mode(mode), optional_dtype(output_dtype, "output_dtype"))
 
     xb, x_dtype, scales_dtype, ot = _checked(which, name, stream, check)
     if ot is None:
-        ot = DType.BFLOAT16  # the vendor's default
+        # Float in: the input's dtype, as torch's collectives (and qcoll.torch) return it.
+        ot = xb.dtype if xb.dtype in (DType.FLOAT, DType.FLOAT16, DType.BFLOAT16) else DType.BFLOAT16
     out = _output(which, xb, name, ot)
     fn = _core.quantize_reduce_scatter if which == "rs" else _core.quantize_all_reduce
     xr = None if xb is None else xb.raw
     args = (xr, -1 if xb is None else int(xb.dtype), x_dtype, scales_dtype, float(hif8_target), name, reduce_op,
             out, int(ot))
     if stream is None:
-        fn(*args)
+        try:
+            fn(*args)
+        except Error as e:
+            raise renamed(e, {**_FUSED_NAMES, "input:": x_param + ":"}) from None
         return result(out, ot, xb is not None and xb.is_torch)
     fn(*args, stream._s, (x, xr, out))
     return Work(stream, result(out, ot, xb is not None and xb.is_torch))
 
 
-def reduce_scatter(x, group, *, mode: str = "kg-int8", output_dtype=None, reduce_op: str = "sum",
+def reduce_scatter(x, group=_MISSING, *, mode: str = "kg-int8", output_dtype=None, reduce_op: str = "sum",
                    hif8_target: float = 0.0, stream: Optional[Stream] = None):
     """QuantizeReduceScatter, the fused operator: quantizes ``x`` in ``mode`` and reduce-scatters
     it in one call. Rank r gets its row block r of the sum, exactly the bits of
@@ -129,28 +193,29 @@ def reduce_scatter(x, group, *, mode: str = "kg-int8", output_dtype=None, reduce
     ``x``: (BS, H) or (B, S, H) of float32, float16 or bfloat16 (numpy / ml_dtypes, or a torch
     CPU tensor). ``mode``: kg-int8, kg-hif8, kg-e4m3, kg-e5m2 (per-token-per-group, fp32
     scales per 128) or mx-e4m3, mx-e5m2 (OCP MX, E8M0 scales per 32). ``hif8_target``: the
-    kg-hif8 target (0: the default). ``output_dtype``: float, float16 or bfloat16 (default).
+    kg-hif8 target (0: the default). ``output_dtype``: float, float16 or bfloat16 (default:
+    x's dtype, as torch's collectives return it).
     Returns a (BS/n, H) array (a torch tensor for a torch x); on a ``stream`` a
     :class:`qcoll.Work`. Raises qcoll.Error.
     """
     return _run_fused("rs", x, group, mode, reduce_op, output_dtype, hif8_target, stream)
 
 
-def all_reduce(x, group, *, mode: str = "kg-int8", output_dtype=None, reduce_op: str = "sum",
+def all_reduce(x, group=_MISSING, *, mode: str = "kg-int8", output_dtype=None, reduce_op: str = "sum",
                hif8_target: float = 0.0, stream: Optional[Stream] = None):
     """QuantizeAllReduce, the fused operator: every rank gets the full reduction, of x's shape
     (see :func:`reduce_scatter` for the arguments)."""
     return _run_fused("ar", x, group, mode, reduce_op, output_dtype, hif8_target, stream)
 
 
-def quant_reduce_scatter(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,
+def quant_reduce_scatter(x, scales=_MISSING, group=_MISSING, *, reduce_op: str = "sum", output_dtype=None,
                          x_dtype=None, scales_dtype=None, stream: Optional[Stream] = None):
     """QuantReduceScatter: rank r gets, for its row block r, the fp32 sum over ranks 0..n-1
     (in that order) of decode(x_k) * scale_k, cast to ``output_dtype`` (default bfloat16).
 
     ``x``: (BS, H) or (B, S, H) of int8, hifloat8 (uint8 + ``x_dtype="hifloat8"``),
     float8_e4m3fn or float8_e5m2. ``scales``: float32 (BS, H/128) (KG), or E8M0
-    (BS, H/64, 2) (MX; uint8 + ``scales_dtype="float8_e8m0"`` also accepted).
+    (BS, H/64, 2) (MX; uint8 bytes also accepted, taken as E8M0).
     ``group``: a group name or object joined by the calling thread/process.
     Returns a (BS/n, H) array (a torch tensor for a torch x). Raises qcoll.Error.
     ``stream``: a :class:`qcoll.Stream`: the call is enqueued and a :class:`qcoll.Work` is
@@ -159,7 +224,7 @@ def quant_reduce_scatter(x, scales, group, *, reduce_op: str = "sum", output_dty
     return _run("rs", x, scales, group, reduce_op, output_dtype, x_dtype, scales_dtype, stream)
 
 
-def quant_all_reduce(x, scales, group, *, reduce_op: str = "sum", output_dtype=None,
+def quant_all_reduce(x, scales=_MISSING, group=_MISSING, *, reduce_op: str = "sum", output_dtype=None,
                      x_dtype=None, scales_dtype=None, stream: Optional[Stream] = None):
     """QuantAllReduce: every rank gets the full reduction, of x's shape (see
     :func:`quant_reduce_scatter` for the arguments, ``stream`` included)."""

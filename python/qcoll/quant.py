@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import bits_of, float32_values, input_dtype, is_torch_tensor, result, to_torch
+from ._arrays import bits_of, check_not_pair, float32_values, input_dtype, is_torch_tensor, result, to_torch
 from ._dtypes import DType, to_dtype
 from .errors import invalid
 
@@ -48,11 +48,11 @@ def quantize_kg(x: Any, dtype: Any, *, hif8_target: Optional[float] = None):
     float32 of shape (..., H/128). ``hif8_target`` overrides the HiF8 target
     (scale = amax / target); default :func:`default_hif8_target`.
     """
-    t = to_dtype(dtype)
+    t = to_dtype(dtype, "dtype")
     a, kind, is_torch = _source(x)
     rows, h = _rows_h(a.shape, "x")
     target = 0.0 if hif8_target is None else float(hif8_target)
-    _core.check_quant(int(t), int(DType.FLOAT), h, target)  # the core's rule, before allocating
+    _core.check_quant(int(t), int(DType.FLOAT), h, target, x_param="dtype")  # the core's rule, before allocating
     q = np.empty(a.shape, np.uint8)
     scales = np.empty(tuple(_core.scales_shape(int(DType.FLOAT), list(a.shape))), np.float32)
     src = np.ascontiguousarray(a).reshape(rows, h)
@@ -68,10 +68,10 @@ def quantize_mx(x: Any, dtype: Any):
     float8_e4m3fn or float8_e5m2. Returns ``(q, scales)``: q of x's shape, scales
     float8_e8m0fnu of shape (..., H/64, 2), the operators' MX layout.
     """
-    t = to_dtype(dtype)
+    t = to_dtype(dtype, "dtype")
     a, kind, is_torch = _source(x)
     rows, h = _rows_h(a.shape, "x")
-    _core.check_quant(int(t), int(DType.FLOAT8_E8M0), h)  # the core's rule, before allocating
+    _core.check_quant(int(t), int(DType.FLOAT8_E8M0), h, x_param="dtype")  # the core's rule, before allocating
     q = np.empty(a.shape, np.uint8)
     scales = np.empty(tuple(_core.scales_shape(int(DType.FLOAT8_E8M0), list(a.shape))), np.uint8)
     src = np.ascontiguousarray(a).reshape(rows, h)
@@ -84,14 +84,18 @@ def dequantize(q: Any, scales: Any, *, x_dtype: Any = None, scales_dtype: Any = 
     """float32 values ``decode(q) * scale`` (one fp32 multiply each), of q's shape.
 
     The group size follows from the scales type: float32 scales (KG) cover 128 elements,
-    E8M0 scales (MX) 32. Raw uint8 inputs need ``x_dtype`` / ``scales_dtype``; for a typed
-    array (ml_dtypes, torch) they must agree with its type.
+    E8M0 scales (MX) 32. Raw uint8 q needs ``x_dtype`` (uint8 scales are E8M0, as the CLI
+    takes them); for a typed array (ml_dtypes, torch) they must agree with its type.
     """
+    check_not_pair(q, "q", "dequantize(q, scales) or dequantize(*pair)")
     qb = bits_of(q, "q")
     sb = bits_of(scales, "scales")
     xt = input_dtype(qb, x_dtype, "x_dtype", "q", "e.g. 'hifloat8'")
-    st = input_dtype(sb, scales_dtype, "scales_dtype", "scales", "e.g. 'float8_e8m0'")
+    st = input_dtype(sb, scales_dtype, "scales_dtype", "scales", "e.g. 'float8_e8m0'", raw_default=DType.FLOAT8_E8M0)
     rows, h = _rows_h(qb.raw.shape, "q")
+    # The core's rule, naming what the caller passed: the dtype argument where given, else the array.
+    _core.check_quant(int(xt), int(st), h, x_param="x_dtype" if x_dtype is not None else "q",
+                      scales_param="scales_dtype" if scales_dtype is not None else "scales")
     out = np.empty(qb.raw.shape, np.float32)
     _core.dequantize(np.ascontiguousarray(qb.raw).view(np.uint8), np.ascontiguousarray(sb.raw),
                      rows, h, int(xt), int(st), out)

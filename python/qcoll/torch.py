@@ -49,8 +49,9 @@ import torch.distributed as dist
 
 from . import _core
 from . import comm as _qcoll_comm
+from ._arrays import check_not_pair
 from ._dtypes import DType, to_dtype
-from .errors import Error, invalid
+from .errors import Error, invalid, missing
 from .ops import _run as _quant_op
 from .ops import _run_fused as _fused_op
 from .ops import abstain
@@ -381,6 +382,13 @@ def _checked(c: _GroupComm, which: str, fn):
 
 
 def _cpu_tensor(t: Any, param: str):
+    if param == "x":
+        check_not_pair(t, "x", "quant_reduce_scatter(q, scales) or quant_reduce_scatter(*qcoll.quantize_kg(x, dtype))")
+    if t is None:
+        raise missing(param, "a torch CPU tensor")
+    if param == "scales" and isinstance(t, dist.ProcessGroup):
+        raise invalid("scales: got a ProcessGroup: the call is quant_reduce_scatter(x, scales, group=None); "
+                      "pass the scales (from qcoll.quantize_kg / quantize_mx) before the group")
     if not isinstance(t, torch.Tensor):
         raise invalid(f"{param}: expected a torch.Tensor, got {type(t).__name__}")
     if t.device.type != "cpu":
@@ -390,7 +398,7 @@ def _cpu_tensor(t: Any, param: str):
 
 def _out_dtype(output_dtype: Any, default: Any) -> DType:
     t = default if output_dtype is None else output_dtype
-    d = to_dtype(t)
+    d = to_dtype(t, "output_dtype")
     if d not in (DType.FLOAT, DType.FLOAT16, DType.BFLOAT16):
         raise invalid(f"output_dtype: must be float32, float16 or bfloat16, got {d.spec_name}")
     return d
@@ -421,7 +429,7 @@ def _float(which: str, group, input, mode: str, output_dtype, async_op: bool):
         # quantized straight into the transport's buffers; it checks the mode (and takes part
         # in the call when the check fails).
         reached[0] = True
-        return _fused_op(which, x, c.name, mode, "sum", od, 0.0)
+        return _fused_op(which, x, c.name, mode, "sum", od, 0.0, x_param="input")
 
     return c.submit(_checked(c, which, fn), async_op)
 
@@ -433,7 +441,7 @@ def quant_reduce_scatter(x, scales, group=None, *, output_dtype=torch.bfloat16, 
 
     ``x``: (BS, H) or (B, S, H), int8 / float8_e4m3fn / float8_e5m2 (or uint8 HiF8 codes
     with ``x_dtype="hifloat8"``); ``scales``: float32 (..., H/128) (KG) or float8_e8m0fnu
-    (..., H/64, 2) (MX; uint8 with ``scales_dtype="float8_e8m0"``). Returns a tensor of
+    (..., H/64, 2) (MX; uint8 bytes are taken as E8M0). Returns a tensor of
     ``output_dtype`` (float32, float16, bfloat16), or a :class:`Work` with ``async_op``.
     Raises qcoll.Error (the same rules and messages as :func:`qcoll.quant_reduce_scatter`;
     ranks that disagree all get a CommunicationError)."""
@@ -473,8 +481,19 @@ class QuantHookState:
     all-gather's bytes; float32 keeps the sum exact)."""
 
     def __init__(self, group=None, mode: str = "kg-int8", output_dtype=torch.bfloat16):
-        if mode not in MODES:
-            raise invalid(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
+        # Checked here, where the mistake is made, not inside the first backward(): the
+        # mode, the output dtype and (once torch.distributed is initialised) the group and
+        # its size, by the operators' own rules.
+        if not isinstance(mode, str):
+            raise invalid(f"mode: must be a string ({', '.join(MODES)}), got {mode!r}")
+        _core.quant_mode(mode)  # the contract's spellings, as qcoll.all_reduce takes them
+        _out_dtype(output_dtype, torch.bfloat16)
+        if dist.is_available() and dist.is_initialized():
+            g = _resolve_group(group)
+            n = dist.get_world_size(g)
+            if not _core.is_rank_count(n):
+                raise invalid(f"group: the quantized all-reduce takes a group of {_core.rank_count_list()} ranks, "
+                              f"got {n} (QuantHookState refuses it at once instead of failing in backward())")
         self.group = group
         self.mode = mode
         self.output_dtype = output_dtype

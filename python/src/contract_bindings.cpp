@@ -31,12 +31,21 @@ contract::Op parse_op(const std::string& op) {
 
 void bind_contract(nb::module_& m) {
   m.def("check_quant",
-        [](int32_t x_dtype, int32_t scales_dtype, std::size_t H, float hif8_target) {
-          throw_if_error(contract::check_quant_call(as_dtype(x_dtype), as_dtype(scales_dtype), H, hif8_target));
+        [](int32_t x_dtype, int32_t scales_dtype, std::size_t H, float hif8_target, const std::string& x_param,
+           const std::string& scales_param) {
+          contract::QuantParamNames names;
+          names.x_dtype = x_param.c_str();
+          names.scales_dtype = scales_param.c_str();
+          throw_if_error(
+              contract::check_quant_call(as_dtype(x_dtype), as_dtype(scales_dtype), H, hif8_target, names));
         },
         nb::arg("x_dtype"), nb::arg("scales_dtype"), nb::arg("H"), nb::arg("hif8_target") = 0.0f,
+        nb::arg("x_param") = "x_dtype", nb::arg("scales_param") = "scales_dtype",
         "Raises InvalidParameterError unless (x_dtype, scales_dtype, H, hif8_target) is a valid quantize / "
-        "dequantize call (contract::check_quant_call).");
+        "dequantize call (contract::check_quant_call); the messages name x_param / scales_param.");
+  m.def("is_rank_count", &contract::is_rank_count, nb::arg("nranks"),
+        "Whether the operators take a group of nranks ranks (contract.md rule 3).");
+  m.def("rank_count_list", &contract::rank_count_list, "\"2, 4 or 8\": the rank counts, for a message.");
   m.def("scales_shape",
         [](int32_t scales_dtype, const std::vector<int64_t>& x_shape) {
           return contract::scales_shape(as_dtype(scales_dtype), x_shape);
@@ -57,7 +66,8 @@ void bind_contract(nb::module_& m) {
         [](const std::string& name) {
           const contract::QuantMode* mode = contract::find_quant_mode(name);
           if (mode == nullptr)
-            throw_param_invalid("mode: must be " + contract::quant_mode_names() + ", got '" + name + "'");
+            throw_param_invalid("mode: must be " + contract::quant_mode_names() + ", got '" + name + "' (" +
+                                contract::quant_mode_short_names() + " also name the KG modes)");
           return std::make_tuple(static_cast<int32_t>(mode->x), static_cast<int32_t>(mode->scales));
         },
         nb::arg("name"), "(x_dtype, scales_dtype) of a quantization mode (contract::kQuantModes).");

@@ -105,9 +105,9 @@ def test_errors():
     assert all(qcoll.run_ranks(2, bad_mode))
 
     def bad_input(r, g):
-        with pytest.raises(qcoll.InvalidParameterError, match=r"input: dtype must be float, float16 or bfloat16, got int8"):
+        with pytest.raises(qcoll.InvalidParameterError, match=r"\] x: dtype must be float, float16 or bfloat16, got int8"):
             qcoll.reduce_scatter(np.zeros((4, 1024), np.int8), g)
-        with pytest.raises(qcoll.InvalidParameterError, match=r"input: H must be a multiple of 128"):
+        with pytest.raises(qcoll.InvalidParameterError, match=r"\] x: H must be a multiple of 128"):
             qcoll.all_reduce(np.zeros((4, 1000), np.float32), g)
         with pytest.raises(qcoll.InvalidParameterError, match=r"x: must hold float32, float16 or bfloat16"):
             qcoll.all_reduce(np.zeros((4, 1024), np.uint16), g)

@@ -36,14 +36,15 @@ std::string dtype_list(std::span<const DType> types) {
 }
 
 std::string dtype_text(DType t) {
-  return std::string(dtype_name(t)) + " (" + std::to_string(static_cast<int32_t>(t)) + ")";
+  if (!is_known_dtype(static_cast<int32_t>(t))) return std::to_string(static_cast<int32_t>(t)) + " (unknown dtype)";
+  return std::string(dtype_name(t));
 }
 
 // ---- Quantization modes ----
 
 const QuantMode* find_quant_mode(std::string_view name) {
   for (const QuantMode& m : kQuantModes)
-    if (name == m.name) return &m;
+    if (name == m.name || (m.short_name != nullptr && name == m.short_name)) return &m;
   return nullptr;
 }
 
@@ -51,6 +52,13 @@ std::string quant_mode_names() {
   std::string s;
   const std::size_t n = std::size(kQuantModes);
   for (std::size_t i = 0; i < n; ++i) s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kQuantModes[i].name;
+  return s;
+}
+
+std::string quant_mode_short_names() {
+  std::string s;
+  for (const QuantMode& m : kQuantModes)
+    if (m.short_name != nullptr) s += std::string(s.empty() ? "" : ", ") + m.short_name;
   return s;
 }
 
@@ -149,9 +157,15 @@ Status check_quant_h(DType scales_dtype, std::size_t H) {
 Status check_hif8_target(float target) { return check_target_named(target, "hif8_target"); }
 
 Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target) {
-  if (Status st = check_quant_dtypes(x_dtype, scales_dtype); !st.ok()) return st;
+  return check_quant_call(x_dtype, scales_dtype, H, hif8_target, QuantParamNames{});
+}
+
+Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target,
+                        const QuantParamNames& names) {
+  if (Status st = check_dtypes_named(x_dtype, scales_dtype, names.x_dtype, names.scales_dtype); !st.ok()) return st;
   if (Status st = check_quant_h(scales_dtype, H); !st.ok()) return st;
-  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8) return check_hif8_target(hif8_target);
+  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
+    return check_target_named(hif8_target, names.hif8_target);
   return Status::Ok();
 }
 
@@ -172,6 +186,13 @@ Op fused_op(Op op) { return is_all_reduce(op) ? Op::QuantizeAllReduce : Op::Quan
 
 bool is_rank_count(int nranks) {
   return std::find(std::begin(kRankCounts), std::end(kRankCounts), nranks) != std::end(kRankCounts);
+}
+
+std::string rank_count_list() {
+  std::string s;
+  const std::size_t n = std::size(kRankCounts);
+  for (std::size_t i = 0; i < n; ++i) s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::to_string(kRankCounts[i]);
+  return s;
 }
 
 Status check_comm_size(int nranks) {

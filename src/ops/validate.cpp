@@ -24,15 +24,6 @@ std::string dtype_string(int32_t t) {
 // A tensor's dtype value as a DType (an unknown value matches no contract predicate).
 DType as_dtype(int32_t t) { return static_cast<DType>(t); }
 
-// "2, 4 or 8"
-std::string rank_count_list() {
-  std::string s;
-  const std::size_t n = std::size(contract::kRankCounts);
-  for (std::size_t i = 0; i < n; ++i)
-    s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::to_string(contract::kRankCounts[i]);
-  return s;
-}
-
 // A tensor with a dimension 0 holds no element.
 bool is_empty(const TensorDesc& t) {
   for (int64_t d : t.dims)
@@ -140,7 +131,7 @@ Status validate(const OpRequest& req, ValidatedCall* call) {
                    "' is registered for this thread or process (create and join it first)");
   const int n = comm->size();
   if (!contract::is_rank_count(n))
-    return invalid(std::string("group: communicator '") + req.group + "' must have " + rank_count_list() +
+    return invalid(std::string("group: communicator '") + req.group + "' must have " + contract::rank_count_list() +
                    " ranks, got " + std::to_string(n));
 
   // Rule 4: dtypes (fused operators: the input dtype, then the quantization config).
