@@ -41,6 +41,8 @@ from qcoll import _core
 from qcoll._dtypes import DType
 
 _OPS = {"reduce-scatter": "rs", "all-reduce": "ar"}
+# A qcoll from before out= (to measure what changed): only the paths it has, no ratios.
+HAS_OUT = hasattr(_core, "CPreparedFused")
 
 
 def _sizes(text: str) -> list[tuple[int, int]]:
@@ -66,25 +68,27 @@ def _contenders(which: str, mode: str, x32: np.ndarray, group, n: int):
     bs, h = x32.shape
     shape = (bs // n, h) if which == "rs" else (bs, h)
     xq, sq = (DType(v) for v in _core.quant_mode(mode))
-    out_c = np.empty(shape, ml_dtypes.bfloat16)
-    c_call = _core.CPreparedFused(which, x_np, x_np.view(np.uint16), int(DType.BFLOAT16), int(xq), int(sq),
-                                  group.name, out_c, out_c.view(np.uint16), int(DType.BFLOAT16))
     out_np = np.empty(shape, ml_dtypes.bfloat16)
     out_t = torch.empty(shape, dtype=torch.bfloat16)
     py = qcoll.reduce_scatter if which == "rs" else qcoll.all_reduce
     tq = qt.reduce_scatter if which == "rs" else qt.all_reduce
     bf16 = torch.bfloat16
-    c = {
-        "C (two-phase C API, buffers kept)": (None, c_call.run),
-        "Python, out=": (None, lambda: py(x_np, group, mode=mode, output_dtype="bfloat16", out=out_np)),
-        "Python, new output": (None, lambda: py(x_np, group, mode=mode, output_dtype="bfloat16")),
-        "torch, out=": (None, lambda: tq(x_t, mode=mode, output_dtype=bf16, out=out_t)),
-        "torch, new output": (None, lambda: tq(x_t, mode=mode, output_dtype=bf16)),
-    }
-    if which == "ar":
+    c = {}
+    if HAS_OUT:
+        out_c = np.empty(shape, ml_dtypes.bfloat16)
+        c_call = _core.CPreparedFused(which, x_np, x_np.view(np.uint16), int(DType.BFLOAT16), int(xq), int(sq),
+                                      group.name, out_c, out_c.view(np.uint16), int(DType.BFLOAT16))
+        c["C (two-phase C API, buffers kept)"] = (None, c_call.run)
+        c["Python, out="] = (None, lambda: py(x_np, group, mode=mode, output_dtype="bfloat16", out=out_np))
+    c["Python, new output"] = (None, lambda: py(x_np, group, mode=mode, output_dtype="bfloat16"))
+    if HAS_OUT:
+        c["torch, out="] = (None, lambda: tq(x_t, mode=mode, output_dtype=bf16, out=out_t))
+    c["torch, new output"] = (None, lambda: tq(x_t, mode=mode, output_dtype=bf16))
+    if which == "ar" and HAS_OUT:
         x_ip = x_t.clone()
         c["torch, in place (out=input)"] = (lambda: x_ip.copy_(x_t),
                                             lambda: tq(x_ip, mode=mode, output_dtype=bf16, out=x_ip))
+    if which == "ar":
         g_buf = x_t.clone()
         c["gloo bf16 (torch all_reduce)"] = (lambda: g_buf.copy_(x_t), lambda: dist.all_reduce(g_buf))
     else:
@@ -130,6 +134,8 @@ def main() -> None:
     ap.add_argument("--mode", default="kg-int8", help="a fused mode (default kg-int8)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--only", default="", help="';' list: run only the contenders whose names start with one "
+                    "of these (C is always run)")
     ap.add_argument("--json", default="", help="write the medians and every round's times here (rank 0)")
     args = ap.parse_args()
 
@@ -149,7 +155,11 @@ def main() -> None:
         x32 = np.random.default_rng(1 + rank).standard_normal((bs, h), dtype=np.float32)
         for op in args.ops.split(","):
             which = _OPS[op.strip()]
-            times = _time(_contenders(which, args.mode, x32, group, n), args.rounds, args.warmup)
+            contenders = _contenders(which, args.mode, x32, group, n)
+            if args.only:
+                keep = ["C "] + [p.strip() for p in args.only.split(";")]
+                contenders = {k: v for k, v in contenders.items() if any(k.startswith(p) for p in keep)}
+            times = _time(contenders, args.rounds, args.warmup)
             med = {k: statistics.median(v) for k, v in times.items()}
             report["results"].append({"size": f"{bs}x{h}", "op": op.strip(), "median_s": med, "times_s": times})
     report["load"] = {"before": load_before, "after": _load()}
@@ -157,7 +167,7 @@ def main() -> None:
         print(f"n = {n}, {args.mode} from bfloat16, bfloat16 out, shm, {args.rounds} rounds "
               f"(+{args.warmup} warm-up), medians; load average {load_before} -> {report['load']['after']}")
         for res in report["results"]:
-            c = next(v for k, v in res["median_s"].items() if k.startswith("C "))
+            c = next((v for k, v in res["median_s"].items() if k.startswith("C ")), float("nan"))
             print(f"\n{res['op']} {res['size']} per rank")
             print("| path | ms | speed vs C |\n|---|---|---|")
             for k, v in res["median_s"].items():
