@@ -16,8 +16,8 @@ transport, the same bf16 input, mode and bfloat16 output:
   each call, outside the timing);
 - gloo: torch's own ``reduce_scatter_tensor`` / ``all_reduce`` of the bf16 tensor.
 
-For every size and operator the contenders run in interleaved rounds (the order rotates
-each round), each call preceded by a barrier; a call's time is the maximum over ranks; the
+For every size and operator the contenders run in interleaved rounds (in a new random
+order each round, the same on every rank), each call preceded by a barrier; a call's time is the maximum over ranks; the
 table gives the median of the rounds after the warm-up and each contender's speed as a
 ratio of C's (C time / its time: 1.0 is as fast as C).
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import time
 
@@ -105,7 +106,8 @@ def _time(contenders: dict, rounds: int, warmup: int) -> dict[str, list[float]]:
     names = list(contenders)
     times: dict[str, list[float]] = {k: [] for k in names}
     for r in range(warmup + rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = list(names)
+        random.Random(r).shuffle(order)  # the same on every rank; no contender always follows the same one
         for name in order:
             setup, call = contenders[name]
             if setup is not None:
