@@ -25,7 +25,8 @@ the output staging are qcoll's in both). ``QCOLL_TRANSPORT`` here: ``auto`` (def
 ``shm`` (an error when the ranks are not on one host) or ``torch``; it must be the same on
 every rank of the group.
 
-Calls on one group run in the order they were made, on one worker thread per group
+Calls on one group run one at a time, in the order they were made: a synchronous call with
+nothing pending on the calling thread, the others on one worker thread per group
 (``async_op=True`` returns at once with a :class:`Work`). While an async call is pending,
 do not run other collectives on the same group yourself: on the ``torch`` path qcoll's
 transfers use the group, and gloo pairs collectives by their order.
@@ -147,6 +148,13 @@ class _GroupComm:
         self.transport = ""
         self._handle = None
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="qcoll-torch")
+        # One call at a time on the communicator, in the order made: a synchronous call with
+        # nothing queued runs on the caller's thread (no hand-over to the worker and back,
+        # which costs a wake-up each way, milliseconds on a loaded host); otherwise, and for
+        # async_op, on the worker.
+        self._run_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queued = 0  # calls submitted to the worker and not finished
         self._setup()
 
     def _setup(self) -> None:
@@ -240,7 +248,26 @@ class _GroupComm:
 
     def submit(self, fn, async_op: bool):
         self.check()
-        fut = self._worker.submit(fn)
+        if not async_op:
+            with self._queue_lock:
+                inline = self._queued == 0 and self._run_lock.acquire(blocking=False)
+            if inline:
+                try:
+                    return fn()
+                finally:
+                    self._run_lock.release()
+
+        def job():
+            try:
+                with self._run_lock:
+                    return fn()
+            finally:
+                with self._queue_lock:
+                    self._queued -= 1
+
+        with self._queue_lock:
+            self._queued += 1
+        fut = self._worker.submit(job)
         if async_op:
             return Work(fut)
         return fut.result()
@@ -396,7 +423,10 @@ def _cpu_tensor(t: Any, param: str):
     return t.detach().contiguous()
 
 
-def _out_dtype(output_dtype: Any, default: Any) -> DType:
+def _out_dtype(output_dtype: Any, default: Any, out: Any) -> Optional[DType]:
+    """The output dtype: output_dtype, else out's own (None: qcoll.ops takes out's), else the default."""
+    if output_dtype is None and out is not None:
+        return None
     t = default if output_dtype is None else output_dtype
     d = to_dtype(t, "output_dtype")
     if d not in (DType.FLOAT, DType.FLOAT16, DType.BFLOAT16):
@@ -404,70 +434,94 @@ def _out_dtype(output_dtype: Any, default: Any) -> DType:
     return d
 
 
-def _quant(which: str, group, x, scales, output_dtype, x_dtype, scales_dtype, async_op: bool):
+def _out_tensor(out: Any):
+    """A caller's ``out`` as given (qcoll.ops checks the rest: shape, dtype, layout, overlap)."""
+    if out is None:
+        return None
+    if not isinstance(out, torch.Tensor):
+        raise invalid(f"out: expected a torch.Tensor, got {type(out).__name__}")
+    if out.device.type != "cpu":
+        raise invalid(f"out: only CPU tensors are supported, got a tensor on {out.device}")
+    return out.detach()
+
+
+def _quant(which: str, group, x, scales, output_dtype, x_dtype, scales_dtype, async_op: bool, out=None):
     c = _comm(group)
 
     def fn(reached):
         xt = _cpu_tensor(x, "x")
         st = _cpu_tensor(scales, "scales")
-        od = _out_dtype(output_dtype, torch.bfloat16)
+        ot = _out_tensor(out)
+        od = _out_dtype(output_dtype, torch.bfloat16, ot)
         reached[0] = True
-        return _quant_op(which, xt, st, c.name, "sum", od, x_dtype, scales_dtype)
+        r = _quant_op(which, xt, st, c.name, "sum", od, x_dtype, scales_dtype, out=ot)
+        return r if out is None else out
 
     return c.submit(_checked(c, which, fn), async_op)
 
 
-def _float(which: str, group, input, mode: str, output_dtype, async_op: bool):
+def _float(which: str, group, input, mode: str, output_dtype, async_op: bool, out=None):
     c = _comm(group)
 
     def fn(reached):
         x = _cpu_tensor(input, "input")
         if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
             raise invalid(f"input: dtype must be float32, bfloat16 or float16, got {x.dtype}")
-        od = _out_dtype(output_dtype, x.dtype)
+        ot = _out_tensor(out)
+        od = _out_dtype(output_dtype, x.dtype, ot)
         # The fused operator (QuantizeReduceScatter / QuantizeAllReduce): each chunk's rows
-        # quantized straight into the transport's buffers; it checks the mode (and takes part
-        # in the call when the check fails).
+        # quantized straight into the transport's buffers; it checks the mode and out (and
+        # takes part in the call when a check fails).
         reached[0] = True
-        return _fused_op(which, x, c.name, mode, "sum", od, 0.0, x_param="input")
+        r = _fused_op(which, x, c.name, mode, "sum", od, 0.0, x_param="input", out=ot)
+        return r if out is None else out
 
     return c.submit(_checked(c, which, fn), async_op)
 
 
-def quant_reduce_scatter(x, scales, group=None, *, output_dtype=torch.bfloat16, x_dtype=None,
-                         scales_dtype=None, async_op: bool = False):
+def quant_reduce_scatter(x, scales, group=None, *, output_dtype=None, x_dtype=None,
+                         scales_dtype=None, async_op: bool = False, out=None):
     """QuantReduceScatter over a ProcessGroup: rank r gets the (BS/n, H) sum over the
     group's ranks (in rank order) of decode(x_k) * scale_k for its row block r.
 
     ``x``: (BS, H) or (B, S, H), int8 / float8_e4m3fn / float8_e5m2 (or uint8 HiF8 codes
     with ``x_dtype="hifloat8"``); ``scales``: float32 (..., H/128) (KG) or float8_e8m0fnu
     (..., H/64, 2) (MX; uint8 bytes are taken as E8M0). Returns a tensor of
-    ``output_dtype`` (float32, float16, bfloat16), or a :class:`Work` with ``async_op``.
+    ``output_dtype`` (float32, float16, bfloat16; default bfloat16, or out's dtype), or a
+    :class:`Work` with ``async_op``. ``out``: a CPU tensor the caller owns, (BS/n, H),
+    contiguous, not overlapping x or scales: written and returned instead of a new tensor
+    (untouched when the call fails).
     Raises qcoll.Error (the same rules and messages as :func:`qcoll.quant_reduce_scatter`;
     ranks that disagree all get a CommunicationError)."""
-    return _quant("rs", group, x, scales, output_dtype, x_dtype, scales_dtype, async_op)
+    return _quant("rs", group, x, scales, output_dtype, x_dtype, scales_dtype, async_op, out)
 
 
-def quant_all_reduce(x, scales, group=None, *, output_dtype=torch.bfloat16, x_dtype=None,
-                     scales_dtype=None, async_op: bool = False):
+def quant_all_reduce(x, scales, group=None, *, output_dtype=None, x_dtype=None,
+                     scales_dtype=None, async_op: bool = False, out=None):
     """QuantAllReduce over a ProcessGroup: every rank gets the full sum, of x's shape (see
     :func:`quant_reduce_scatter`)."""
-    return _quant("ar", group, x, scales, output_dtype, x_dtype, scales_dtype, async_op)
+    return _quant("ar", group, x, scales, output_dtype, x_dtype, scales_dtype, async_op, out)
 
 
-def reduce_scatter(input, group=None, *, mode: str = "kg-int8", output_dtype=None, async_op: bool = False):
+def reduce_scatter(input, group=None, *, mode: str = "kg-int8", output_dtype=None, async_op: bool = False,
+                   out=None):
     """Reduce-scatter of float tensors with quantized data on the wire: QuantizeReduceScatter,
     the fused operator (:func:`qcoll.reduce_scatter`): each rank's ``input`` (float32 /
     bfloat16 / float16, (BS, H) or (B, S, H)) is quantized in ``mode`` (see :data:`MODES`)
     and reduce-scattered in one call, the bits of quantize-then-QuantReduceScatter. Returns
-    (BS/n, H) in ``output_dtype`` (default: input's dtype)."""
-    return _float("rs", group, input, mode, output_dtype, async_op)
+    (BS/n, H) in ``output_dtype`` (default: input's dtype, or out's). ``out``: a CPU tensor
+    the caller owns, as ``torch.distributed.reduce_scatter_tensor``'s output (contiguous,
+    not overlapping input): written and returned (untouched when the call fails)."""
+    return _float("rs", group, input, mode, output_dtype, async_op, out)
 
 
-def all_reduce(input, group=None, *, mode: str = "kg-int8", output_dtype=None, async_op: bool = False):
+def all_reduce(input, group=None, *, mode: str = "kg-int8", output_dtype=None, async_op: bool = False,
+               out=None):
     """All-reduce of float tensors with quantized data on the wire (see
-    :func:`reduce_scatter`); returns a new tensor of input's shape (input is not changed)."""
-    return _float("ar", group, input, mode, output_dtype, async_op)
+    :func:`reduce_scatter`); returns a new tensor of input's shape (input is not changed),
+    or writes ``out``, which may be ``input`` itself: ``all_reduce(t, out=t)`` is in place,
+    as ``torch.distributed.all_reduce(t)`` (the same bits as a new output)."""
+    return _float("ar", group, input, mode, output_dtype, async_op, out)
 
 
 # ---- DDP gradient compression hook ------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "bindings.hpp"
 #include "status_error.hpp"
 #include "stream_binding.hpp"
+#include "workspace_pool.hpp"
 
 namespace qcoll::python {
 namespace {
@@ -42,13 +43,16 @@ class Comm {
     qcollCommSize(c_, &size_);
   }
   ~Comm() {
-    if (c_) qcollCommDestroy(c_);
+    if (!c_) return;
+    release_workspaces(name_);
+    qcollCommDestroy(c_);
   }
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
   void destroy() {
     if (!c_) return;
+    release_workspaces(name_);
     throw_if_failed(qcollCommDestroy(c_));
     c_ = nullptr;
   }

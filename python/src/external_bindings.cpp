@@ -17,6 +17,7 @@
 #include "qcoll/qcoll.h"
 #include "qcoll/settings.hpp"
 #include "status_error.hpp"
+#include "workspace_pool.hpp"
 
 namespace qcoll::python {
 namespace {
@@ -103,7 +104,9 @@ class ExternalComm {
   void destroy() {
     qcollComm* c = comm_;
     comm_ = nullptr;
-    if (c != nullptr) throw_if_failed(qcollCommDestroy(c));
+    if (c == nullptr) return;
+    release_workspaces(name_);
+    throw_if_failed(qcollCommDestroy(c));
   }
   const std::string& name() const { return name_; }
   bool alive() const { return comm_ != nullptr; }

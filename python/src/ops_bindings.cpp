@@ -5,9 +5,11 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -19,6 +21,7 @@
 #include "qcoll/qcoll.hpp"
 #include "status_error.hpp"
 #include "stream_binding.hpp"
+#include "workspace_pool.hpp"
 
 namespace qcoll::python {
 namespace {
@@ -32,6 +35,7 @@ class ThreadGroup {
   }
   ~ThreadGroup() {
     if (!group_) return;
+    release_workspaces(name_);
     if (PyGILState_Check()) {
       nb::gil_scoped_release unlocked;
       qcollThreadGroupDestroy(group_);
@@ -48,6 +52,7 @@ class ThreadGroup {
     if (!group_) return;
     qcollThreadGroup* g = group_;
     group_ = nullptr;
+    release_workspaces(name_);
     int32_t status;
     {
       nb::gil_scoped_release unlocked;  // may wait for threads still inside an operator
@@ -100,27 +105,37 @@ using PhaseOne = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const c
 using PhaseTwo = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
 
 // Both phases with the GIL released: phase_one(&workspace size, &executor), then phase two
-// on `stream` or here. On a stream, phase two enqueues: the workspace and `keep` (the arrays
-// the call uses) stay with the stream until a synchronize covered the call.
+// on `stream` or here, with a workspace from the group's pool (workspace_pool.hpp). On a
+// stream, phase two enqueues: the workspace and `keep` (the arrays the call uses) stay with
+// the stream until a synchronize covered the call, then the workspace goes back to the pool.
 template <class PhaseOneCall>
-void run_phases(const PhaseOneCall& phase_one, PhaseTwo two, Stream* stream, nb::object keep) {
+void run_phases(const PhaseOneCall& phase_one, PhaseTwo two, const char* group, Stream* stream, nb::object keep) {
   const qcollStream s = stream ? stream->live() : nullptr;
-  auto workspace = std::make_unique<std::vector<uint8_t>>();
+  std::unique_ptr<Workspace> workspace;
   qcollStatus status;
+  bool out_of_memory = false;
   {
     nb::gil_scoped_release unlocked;
     uint64_t ws_size = 0;
     qcollOpExecutor* exec = nullptr;
     status = phase_one(&ws_size, &exec);
     if (status == QCOLL_SUCCESS) {
-      workspace->resize(ws_size);
-      status = two(ws_size ? workspace->data() : nullptr, ws_size, exec, s);
+      // A successful phase one resolved the group: `group` is its name.
+      try {
+        if (ws_size > 0) workspace = acquire_workspace(group, ws_size);
+      } catch (const std::bad_alloc&) {
+        qcollDestroyExecutor(exec);  // takes part in the call as a failed rank: the peers fail at once
+        out_of_memory = true;
+      }
+      if (!out_of_memory) status = two(workspace ? workspace->data.get() : nullptr, ws_size, exec, s);
     }
+    if (!stream || status != QCOLL_SUCCESS) give_back_workspace(std::move(workspace));
   }
+  if (out_of_memory) throw std::bad_alloc();
   throw_if_failed(status);
   if (stream) {
-    auto* ws = workspace.release();
-    nb::capsule owner(ws, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+    nb::capsule owner(workspace.release(),
+                      [](void* p) noexcept { give_back_workspace(std::unique_ptr<Workspace>(static_cast<Workspace*>(p))); });
     stream->keep(nb::make_tuple(keep, owner));
   }
 }
@@ -135,8 +150,8 @@ void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, 
   describe(out, out_dtype, "output", to);
   const char* g = group ? group->c_str() : nullptr;
   const char* op = reduce_op ? reduce_op->c_str() : nullptr;
-  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(tx.t, ts.t, g, op, to.t, ws, e); }, two, stream,
-             std::move(keep));
+  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(tx.t, ts.t, g, op, to.t, ws, e); }, two, g,
+             stream, std::move(keep));
 }
 
 // The fused operators: the float input and the quantization config instead of x and scales.
@@ -154,9 +169,57 @@ void run_fused(FusedPhaseOne one, PhaseTwo two, const std::optional<AnyArray>& i
                              hif8_target};
   const char* g = group ? group->c_str() : nullptr;
   const char* op = reduce_op ? reduce_op->c_str() : nullptr;
-  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(ti.t, &cfg, g, op, to.t, ws, e); }, two, stream,
-             std::move(keep));
+  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(ti.t, &cfg, g, op, to.t, ws, e); }, two, g,
+             stream, std::move(keep));
 }
+
+// A fused operator's call made the way a C program makes it (tools/operator_call.hpp's
+// PreparedCall): the tensors described once, one workspace kept, both phases per run() with
+// the GIL released. The benchmark's C path (bench/bench_python.py), in the Python process.
+class CPreparedFused {
+ public:
+  CPreparedFused(const std::string& which, nb::object input_obj, const AnyArray& input, int32_t in_dtype,
+                 int32_t x_dtype, int32_t scales_dtype, const std::string& group, nb::object out_obj,
+                 const AnyArray& out, int32_t out_dtype)
+      : keep_(nb::make_tuple(input_obj, out_obj)), group_(group),
+        cfg_{static_cast<qcollDataType>(x_dtype), static_cast<qcollDataType>(scales_dtype), 0.0f} {
+    if (which == "rs") {
+      one_ = &qcollQuantizeReduceScatterGetWorkspaceSize;
+      two_ = &qcollQuantizeReduceScatter;
+    } else if (which == "ar") {
+      one_ = &qcollQuantizeAllReduceGetWorkspaceSize;
+      two_ = &qcollQuantizeAllReduce;
+    } else {
+      throw_param_invalid("which: must be \"rs\" or \"ar\", got \"" + which + "\"");
+    }
+    describe(input, in_dtype, "input", in_);
+    describe(out, out_dtype, "output", out_);
+  }
+
+  void run() {
+    qcollStatus status;
+    {
+      nb::gil_scoped_release unlocked;
+      uint64_t ws = 0;
+      qcollOpExecutor* exec = nullptr;
+      status = one_(in_.t, &cfg_, group_.c_str(), "sum", out_.t, &ws, &exec);
+      if (status == QCOLL_SUCCESS) {
+        if (workspace_.size() < ws) workspace_.resize(ws);
+        status = two_(workspace_.data(), ws, exec, nullptr);
+      }
+    }
+    throw_if_failed(status);
+  }
+
+ private:
+  nb::object keep_;
+  std::string group_;
+  qcollQuantConfig cfg_;
+  FusedPhaseOne one_ = nullptr;
+  PhaseTwo two_ = nullptr;
+  TensorHandle in_, out_;
+  std::vector<uint8_t> workspace_;
+};
 
 }  // namespace
 
@@ -177,6 +240,15 @@ void bind_ops(nb::module_& m) {
         },
         nb::arg("name"),
         "(rank, size, transport) of the communicator `name` as seen by the calling thread, or None.");
+  nb::class_<CPreparedFused>(m, "CPreparedFused")
+      .def(nb::init<const std::string&, nb::object, const AnyArray&, int32_t, int32_t, int32_t, const std::string&,
+                    nb::object, const AnyArray&, int32_t>(),
+           nb::arg("which"), nb::arg("input_obj"), nb::arg("input").noconvert(), nb::arg("in_dtype"),
+           nb::arg("x_dtype"), nb::arg("scales_dtype"), nb::arg("group"), nb::arg("out_obj"),
+           nb::arg("out").noconvert(), nb::arg("out_dtype"))
+      .def("run", &CPreparedFused::run);
+  m.def("idle_workspaces", &idle_workspaces, nb::arg("group"),
+        "(buffers, bytes) idle in the workspace pool of group `group` (kept for its next calls).");
 
   auto def_op = [&](const char* name, PhaseOne one, PhaseTwo two) {
     m.def(name,

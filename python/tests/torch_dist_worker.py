@@ -145,6 +145,68 @@ def check_bits(group, path: str, quick: bool) -> None:
     ok(f"{path}: async_op (4 in flight, then a torch future)")
 
 
+def check_out(group, path: str) -> None:
+    """out=: the bits of a new output for the four operators; the all-reduce in place
+    (out=input, several chunks of the fused pipeline); refusals before anything runs (every
+    rank refuses alike), a call the ranks disagree on: out untouched in both."""
+    n = dist.get_world_size(group)
+    me = dist.get_rank(group)
+    shape = (2 * n, H)
+    x = floats(me, shape, torch.bfloat16)
+    for fn, rows in ((qt.reduce_scatter, 2), (qt.all_reduce, 2 * n)):
+        for od in (torch.float32, torch.bfloat16):
+            want = fn(x, group, mode="mx-e4m3", output_dtype=od)
+            out = torch.full((rows, H), 7.0, dtype=od)
+            got = fn(x, group, mode="mx-e4m3", out=out)
+            assert got is out
+            same_bits(out, want, f"{path} {fn.__name__} out= {od}")
+            w = fn(x, group, mode="mx-e4m3", out=out.zero_(), output_dtype=od, async_op=True)
+            assert w.wait() is out
+            same_bits(out, want, f"{path} {fn.__name__} out= async {od}")
+    q, s = inputs(me, "int8", "float", shape)
+    for fn, rows in ((qt.quant_reduce_scatter, 2), (qt.quant_all_reduce, 2 * n)):
+        want = fn(q, s, group, output_dtype=torch.float16)
+        out = torch.empty((rows, H), dtype=torch.float16)
+        assert fn(q, s, group, out=out) is out
+        same_bits(out, want, f"{path} {fn.__name__} out=")
+    # In place, as torch.distributed.all_reduce(t): 4100 rows per rank, more than one chunk.
+    big = floats(me, (4100 * n, H), torch.bfloat16)
+    want = qt.all_reduce(big, group)
+    t = big.clone()
+    assert qt.all_reduce(t, group, out=t) is t
+    same_bits(t, want, f"{path} all_reduce in place")
+    # Refusals: every rank breaks the same rule; out untouched, the group usable after.
+    sentinel = torch.full((2, H), 3.0, dtype=torch.bfloat16)
+    base = torch.zeros(2 * n + 2, H, dtype=torch.bfloat16)
+    cases = [
+        (lambda: qt.reduce_scatter(x, group, out=torch.empty(2 * n, H)), "out: shape must be (BS/n, H)"),
+        (lambda: qt.reduce_scatter(x, group, out=torch.empty(2, H, dtype=torch.int32)), "torch dtype torch.int32"),
+        (lambda: qt.reduce_scatter(x, group, out=sentinel, output_dtype=torch.float32),
+         "out: dtype is bfloat16, but output_dtype=float was given"),
+        (lambda: qt.reduce_scatter(x, group, out=torch.empty(H, 2, dtype=torch.bfloat16).t()), "out: must be contiguous"),
+        (lambda: qt.reduce_scatter(base[:2 * n], group, out=base[2 * n - 1:2 * n + 1]), "out: overlaps x"),
+        (lambda: qt.all_reduce(base[:2 * n], group, out=base[1:2 * n + 1]), "out: overlaps x without being x itself"),
+        (lambda: qt.reduce_scatter(x, group, out=np.zeros((2, H), np.float32)), "out: expected a torch.Tensor"),
+    ]
+    for k, (bad, msg) in enumerate(cases):
+        expect_error(bad, qcoll.InvalidParameterError, msg, 20.0, f"{path}: out refusal {k}")
+        assert torch.equal(sentinel, torch.full((2, H), 3.0, dtype=torch.bfloat16))
+    # The ranks disagree (the last one has twice the rows): every rank fails, out untouched.
+    rows = 4 * n if me == n - 1 else 2 * n
+    out = torch.full((rows, H), 3.0, dtype=torch.bfloat16)
+    expect_error(lambda: qt.all_reduce(floats(me, (rows, H), torch.bfloat16), group, out=out), qcoll.CommunicationError,
+                 "disagree", 20.0, f"{path}: out= on a call the ranks disagree on")
+    assert torch.equal(out, torch.full((rows, H), 3.0, dtype=torch.bfloat16)), "out written by a failed call"
+    t = big.clone()
+    mode = "mx-e4m3" if me == n - 1 else "kg-int8"
+    expect_error(lambda: qt.all_reduce(t, group, mode=mode, out=t), qcoll.CommunicationError, "", 20.0,
+                 f"{path}: in place on a call the ranks disagree on")
+    assert torch.equal(t, big), "input changed by a failed in-place call"
+    same_bits(qt.all_reduce(big, group), want, f"{path} usable after the refusals")
+    ok(f"{path}: out= (4 operators, async, in place over several chunks), {len(cases)} refusals and a "
+       "disagreement with out untouched")
+
+
 def expect_error(fn, cls, pattern: str, bound_s: float, what: str) -> str:
     t0 = time.monotonic()
     try:
@@ -303,6 +365,7 @@ def main() -> None:
             continue
         paths.append(path)
         check_bits(group, path, args.quick)
+        check_out(group, path)
         if not args.quick:
             check_errors(group, path)
     if not args.quick:
