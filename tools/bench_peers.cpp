@@ -10,6 +10,7 @@
 
 #include "cli_error.hpp"
 #include "peer_plugin.h"
+#include "rank_runner_mpi.hpp"
 #include "qcoll/formats.hpp"
 
 #ifdef QCOLL_HAVE_MPI
@@ -254,7 +255,7 @@ PeerSet make_peers(const std::vector<std::string>& families, const PluginPaths& 
 #else  // no MPI in this build: the peers cannot be made
 
 PeerSet make_peers(const std::vector<std::string>&, const PluginPaths&) {
-  throw CliError(ErrorKind::Argument, "the peers need an MPI build of qcoll");
+  throw CliError(ErrorKind::Argument, std::string("the peers: ") + kNoMpi);
 }
 
 #endif

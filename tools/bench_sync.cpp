@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli_error.hpp"
+#include "rank_runner_mpi.hpp"
 
 #ifdef QCOLL_HAVE_MPI
 #include <mpi.h>
@@ -68,7 +69,7 @@ std::unique_ptr<RankSync> make_mpi_sync() {
 #ifdef QCOLL_HAVE_MPI
   return std::make_unique<MpiSync>();
 #else
-  throw CliError(ErrorKind::Argument, "this qcoll was built without MPI");
+  throw CliError(ErrorKind::Argument, kNoMpi);
 #endif
 }
 

@@ -1,6 +1,7 @@
 // The qcoll program: the subcommand runner (command.hpp) and main().
 #include "cli_error.hpp"
 #include "command.hpp"
+#include "qcoll/qcoll.h"
 
 namespace qcoll::cli {
 
@@ -25,6 +26,7 @@ void set_action(CLI::App* sub, std::function<int()> action) {
 
 int main(int argc, char** argv) {
   CLI::App app{"qcoll: quantized reduce-scatter and all-reduce, exact to the bit"};
+  app.set_version_flag("--version", std::string("qcoll ") + qcollGetVersion());
   app.require_subcommand(1);
   for (auto& add : qcoll::cli::command_adders()) add(app);
   try {

@@ -41,8 +41,7 @@ std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::str
   // One process alone (mpirun -np 1) runs its ranks as threads, as without mpirun.
   if (launched_by_mpi() && launcher_world_size() != 1) {
     if (!mpi_available())
-      throw CliError(ErrorKind::Argument, "started by mpirun, but this qcoll was built without MPI; run it without "
-                                          "mpirun (ranks as threads: --ranks N)");
+      throw CliError(ErrorKind::Argument, std::string("started by mpirun, but ") + kNoMpi);
     auto session = std::make_unique<MpiSession>();
     auto runner = make_mpi_runner(group_name);
     if (requested_ranks > 0 && requested_ranks != runner->size()) {

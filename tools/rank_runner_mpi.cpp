@@ -114,11 +114,11 @@ std::unique_ptr<RankRunner> make_mpi_runner(const std::string& group_name) {
 
 bool mpi_available() { return false; }
 MpiSession::MpiSession() {
-  throw CliError(ErrorKind::Argument, "this qcoll was built without MPI (QCOLL_WITH_MPI=OFF or MPI not found)");
+  throw CliError(ErrorKind::Argument, kNoMpi);
 }
 MpiSession::~MpiSession() = default;
 std::unique_ptr<RankRunner> make_mpi_runner(const std::string&) {
-  throw CliError(ErrorKind::Argument, "this qcoll was built without MPI (QCOLL_WITH_MPI=OFF or MPI not found)");
+  throw CliError(ErrorKind::Argument, kNoMpi);
 }
 
 #endif

@@ -16,6 +16,13 @@ bool launched_by_mpi();
 // True when this build of the tools can run ranks over MPI.
 bool mpi_available();
 
+// Why a program without MPI cannot do what was asked, and what to do instead: the program
+// of the Python wheel never has MPI (it must start where no MPI library is; docs/python.md).
+inline constexpr const char* kNoMpi =
+    "this qcoll program has no MPI (built without it, or the Python wheel's, which never needs an "
+    "MPI library): run the ranks as threads (--ranks N), or build qcoll from source with Open "
+    "MPI's development files (apt-get install libopenmpi-dev) for mpirun";
+
 // MPI_Init on construction, MPI_Finalize on destruction (only if this object initialised
 // MPI). Throws CliError if MPI is unavailable in this build.
 class MpiSession {

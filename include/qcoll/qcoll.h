@@ -233,6 +233,9 @@ qcollStatus qcollDestroyExecutor(qcollOpExecutor *executor);
 const char *qcollGetRecentErrMsg(void);
 /* "SUCCESS", "PARAM_NULLPTR", "PARAM_INVALID", "RUNTIME_ERROR", "INNER_ERROR" or "UNKNOWN". */
 const char *qcollStatusName(qcollStatus status);
+/* The library's version, "MAJOR.MINOR.PATCH" (the repository's VERSION file; the same as
+ * the CMake package's, the Python package's and `qcoll --version`). A static string. */
+const char *qcollGetVersion(void);
 
 /* The communicator `group` as the calling thread sees it: its rank, size and transport
  * ("threads", "shm" or "mpi"; a static string). Any out-pointer may be null. Returns

@@ -13,8 +13,6 @@ void bind_ops(nb::module_& m);           // ops_bindings.cpp
 void bind_contract(nb::module_& m);      // contract_bindings.cpp
 void bind_comm(nb::module_& m);          // comm_bindings.cpp
 void bind_external(nb::module_& m);      // external_bindings.cpp
-#ifdef QCOLL_PY_HAVE_MPI
-void bind_mpi(nb::module_& m);           // mpi_bindings.cpp
-#endif
+void bind_mpi(nb::module_& m);           // mpi_bindings.cpp (module qcoll._mpi, mpi_module.cpp)
 
 }  // namespace qcoll::python

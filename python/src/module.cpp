@@ -2,6 +2,7 @@
 // (python/qcoll) converts arrays and dtypes and allocates outputs; this module checks sizes,
 // fills the buffers it is given and releases the GIL around anything that can block.
 #include "bindings.hpp"
+#include "qcoll/qcoll.h"
 
 NB_MODULE(_core, m) {
   using namespace qcoll::python;
@@ -12,10 +13,6 @@ NB_MODULE(_core, m) {
   bind_ops(m);
   bind_contract(m);
   bind_external(m);
-#ifdef QCOLL_PY_HAVE_MPI
-  bind_mpi(m);
-  m.attr("has_mpi") = true;
-#else
-  m.attr("has_mpi") = false;
-#endif
+  m.attr("version") = qcollGetVersion();  // the VERSION file, through the C library
+  // The MPI communicators are in qcoll._mpi (mpi_module.cpp), loaded by qcoll.mpi.
 }

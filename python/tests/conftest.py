@@ -1,7 +1,8 @@
 """What a caller's environment must not change in the Python tests (as cmake/test_env.cmake
 does for ctest): every QCOLL_* / HCCL_* setting and the launcher variables of torchrun and
 mpirun are removed before any test module is imported, so the tests (and the processes they
-start: torchrun, mpirun, workers) see the defaults unless a test sets a value itself."""
+start: torchrun, mpirun, workers) see the defaults unless a test sets a value itself; and the
+markers of qcoll's Python tests."""
 import os
 import re
 
@@ -13,3 +14,8 @@ KEPT = {"QCOLL_SKIP_PYTHON", "QCOLL_SKIP_TORCH", "QCOLL_SANITIZERS", "QCOLL_BUIL
 
 for _name in [n for n in os.environ if CLEARED.search(n) and n not in KEPT]:
     del os.environ[_name]
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "wheel: runs against an installed wheel from outside the repository (scripts/test-wheel.sh)")

@@ -44,7 +44,8 @@ def random_floats(rng, n: int, lo_exp: int, hi_exp: int) -> np.ndarray:
     return np.concatenate([bits, vals * sign]).astype(np.float32)
 
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy casts of NaN/Inf/overflow
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy casts of NaN/Inf/overflow
+              pytest.mark.wheel]
 
 
 # ---- decode: all 256 codes -----------------------------------------------------------

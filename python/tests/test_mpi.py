@@ -16,6 +16,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 MPIRUN = shutil.which("mpirun") or shutil.which("mpiexec")
 
 pytestmark = [
+    pytest.mark.wheel,
     pytest.mark.skipif(not qcoll.HAS_MPI, reason="qcoll built without the MPI transport"),
     pytest.mark.skipif(MPIRUN is None, reason="no mpirun"),
 ]

@@ -7,6 +7,8 @@ import pytest
 import qcoll
 from reference import BF16, E4M3, E5M2, E8M0, decode, hif8_encode
 
+pytestmark = pytest.mark.wheel
+
 MAXF = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 ML = {"float8_e4m3fn": E4M3, "float8_e5m2": E5M2}
 

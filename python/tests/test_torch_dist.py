@@ -53,6 +53,7 @@ def _expected_paths() -> set:
     return {"torch", "shm"} if qt._has_shm_bootstrap() else {"torch"}
 
 
+@pytest.mark.wheel
 @pytest.mark.parametrize("n", [2, 4])
 def test_torchrun(n):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", str(WORKER)]

@@ -8,6 +8,8 @@
 #include "qcoll/qcoll.h"
 #include "qcoll/qcoll.hpp"
 
+extern "C" const char* qcollGetVersion(void) { return QCOLL_VERSION_STRING; }
+
 extern "C" qcollStatus qcollGroupInfo(const char* group, int32_t* rank, int32_t* size, const char** transport) {
   return qcoll::api::guarded([&]() -> qcoll::Status {
     using qcoll::Status;
