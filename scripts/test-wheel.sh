@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTHON=${PYTHON:-python3}
 CACHE=$ROOT/build/wheel-cache
-PINS="numpy==2.4.6 ml_dtypes==0.7.0 pytest==9.2.0"
+# The wheel's runtime needs and pytest at their pins (requirements/python.lock).
+PINS=$(grep -E '^(numpy|ml_dtypes|pytest)==' requirements/python.lock | tr '\n' ' ')
 work=$(mktemp -d /tmp/qcoll-wheel-test.XXXXXX); trap 'rm -rf "$work"' EXIT
 fail() { echo "test-wheel: FAILED: $*" >&2; exit 1; }
 step() { echo "test-wheel: $*"; }
@@ -37,17 +38,17 @@ version=$(tr -d ' \n' < VERSION)
 if [ ! -f "$CACHE/.pins" ] || [ "$(cat "$CACHE/.pins")" != "$PINS" ]; then
   step "pip download $PINS -> $CACHE (once)"
   rm -rf "$CACHE"; mkdir -p "$CACHE"
-  "$PYTHON" -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$CACHE" $PINS
+  "$PYTHON" -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$CACHE" $PINS \
+    -c requirements/python.lock
   echo "$PINS" > "$CACHE/.pins"
 fi
 
 step "new venv (no system packages), pip install --no-index $(basename "$wheel")"
 "$PYTHON" -m venv "$work/venv"
 V=$work/venv/bin
-t0=$(date +%s.%N)
+t0=$SECONDS
 "$V/pip" install -q --disable-pip-version-check --no-index --find-links "$CACHE" "$wheel"
-t1=$(date +%s.%N)
-step "installed in $(echo "$t1 - $t0" | bc) s"
+step "installed in $((SECONDS - t0)) s"
 "$V/pip" install -q --disable-pip-version-check --no-index --find-links "$CACHE" pytest
 
 cd "$work"  # outside the repository: what runs is the installed package

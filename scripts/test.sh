@@ -15,7 +15,7 @@ BUILD_DIR=${1:-build}
 export PYTHON=${PYTHON:-python3}
 
 # ---- a clean environment ---------------------------------------------------------------------
-KEEP=" QCOLL_SKIP_PYTHON QCOLL_SKIP_TORCH QCOLL_SANITIZERS QCOLL_BUILD_DIR QCOLL_TSAN_SOAK_CALLS "
+KEEP=" QCOLL_SKIP_PYTHON QCOLL_SKIP_TORCH QCOLL_SKIP_WHEEL QCOLL_SANITIZERS QCOLL_BUILD_DIR QCOLL_TSAN_SOAK_CALLS "
 for var in $(compgen -e); do
   case "$var" in
     QCOLL_* | HCCL_*) [[ "$KEEP" == *" $var "* ]] || unset "$var" ;;
@@ -83,8 +83,12 @@ if [ "${QCOLL_SKIP_PYTHON:-0}" != 1 ]; then
   step "pip install ." env PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --no-build-isolation \
     --disable-pip-version-check --root-user-action=ignore .
   # -rs prints every skip with its reason; exit status 5 (no test collected) fails too.
-  step "pytest" "$PYTHON" -m pytest -q -rs -p no:cacheprovider python/tests \
+  # (QCOLL_BUILD_DIR: where the docs test finds the qcoll program.)
+  step "pytest" env QCOLL_BUILD_DIR="$BUILD_DIR" "$PYTHON" -m pytest -q -rs -p no:cacheprovider python/tests \
     --junitxml="$BUILD_DIR/test-reports/pytest.xml"
+  # The wheel as a new user gets it: built from the sdist, repaired, installed into an empty
+  # venv outside the repository (docs/python.md §Wheels). QCOLL_SKIP_WHEEL=1 skips it.
+  [ "${QCOLL_SKIP_WHEEL:-0}" = 1 ] || step "wheel" scripts/test-wheel.sh
 fi
 
 # ---- skips -----------------------------------------------------------------------------------------
