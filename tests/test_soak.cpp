@@ -181,7 +181,12 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
         record(soak_call(pc, (v + 2) % 4, tid - 4, C.name(), &err), err);
         if (tid == 4) ++calls_done;
       }
-      if (tid == 0 && it == warm) {
+      // The warm-up ends after the first tenth of the calls, or of the time bound.
+      const bool warm_now =
+          seconds > 0 ? rss_after_warm.load() == 0 &&
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_begin).count() >= seconds / 10
+                      : it == warm;
+      if (tid == 0 && warm_now) {
         rss_after_warm = resident_kib();
         after_warm = soak::sample();
       }
@@ -204,7 +209,7 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
   const soak::Stats at_end = soak::sample();
   EXPECT_EQ(calls_done.load(), 2 * std::min(iterations, stop_ab.load()) + std::min(iterations, stop_c.load()));
   EXPECT_EQ(at_end.fds, after_warm.fds) << "file descriptors left open";
-  std::printf("soak start: %s\nsoak after %ld iterations: %s\nsoak end: %s\n", at_start.text().c_str(), warm,
+  std::printf("soak start: %s\nsoak after the warm-up: %s\nsoak end: %s\n", at_start.text().c_str(),
               after_warm.text().c_str(), at_end.text().c_str());
   EXPECT_EQ(faults::thread_count(), threads_before) << "threads left behind";
   std::printf("soak: %ld calls (3 groups, 6 threads) in %.2f s; RSS %ld KiB after %ld iterations, %ld KiB at the end\n",
