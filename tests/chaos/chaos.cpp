@@ -86,6 +86,15 @@ constexpr uint32_t kSeed = 11;
 constexpr uint32_t kHealthSeed = 23;
 constexpr double kMaxCallingS = 30;  // a rank stops calling after this long (a failed trial)
 
+// QCOLL_CHAOS_MUTATE (a check of the checks; every trial must then fail): "partial" (a failed
+// call writes one output byte), "slow" (a failed call returns QCOLL_TIMEOUT_S + 3 s late),
+// "leak-shm" (each process rank leaves a /dev/shm/qcoll-* name), "linger" (each process
+// rank leaves a child behind), "no-health" (the survivors' communicator is not tried).
+std::string mutation() {
+  const char* m = std::getenv("QCOLL_CHAOS_MUTATE");
+  return m ? m : "";
+}
+
 double now_s() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);  // system-wide: comparable across the processes
@@ -116,7 +125,7 @@ struct RankSlot {
   std::atomic<int32_t> health;  // 0 not run, 1 worked, 2 failed
   double health_secs;
   char health_msg[240];
-  char shm_names[2][96];   // the segment of the trial's communicator, of the health one
+  char shm_names[3][96];   // the segment of the trial's communicator, of the health one; a mutant's
   char socket_names[2][96];  // the rendezvous socket of an id this rank made
   Rec recs[kMaxRecs];
 };
@@ -223,6 +232,11 @@ qcollStatus one_call(const Plan& p, int v, int r, const char* group, Rec* rec, s
     void* wp = ws ? w.data() : nullptr;
     st = c.reduce_scatter ? qcollQuantReduceScatter(wp, ws, e, nullptr) : qcollQuantAllReduce(wp, ws, e, nullptr);
   }
+  if (st != QCOLL_SUCCESS && mutation() == "partial") out[out.size() / 2] ^= 0x5A;
+  if (st != QCOLL_SUCCESS && mutation() == "slow") {
+    const char* t = std::getenv("QCOLL_TIMEOUT_S");
+    std::this_thread::sleep_for(std::chrono::duration<double>((t ? std::atof(t) : 3) + 3));
+  }
   const double t1 = now_s();
   if (in_call) in_call->store(0);
   rec->variant = v;
@@ -285,8 +299,27 @@ std::string socket_name_of(const qcollUniqueId& id) {
 
 void put(char* dst, std::size_t cap, const std::string& s) { std::snprintf(dst, cap, "%s", s.c_str()); }
 
-// Health check: one small and one large call on a communicator of the 3 survivors.
+// What the process-rank mutations leave behind.
+void mutate_process(RankSlot& slot) {
+  if (mutation() == "leak-shm") {
+    const std::string nm = "/qcoll-chaos-mutant-" + std::to_string(getpid());
+    const int fd = shm_open(nm.c_str(), O_CREAT | O_RDWR, 0600);
+    if (fd >= 0) close(fd);
+    put(slot.shm_names[2], sizeof slot.shm_names[2], nm);
+  }
+  if (mutation() == "linger" && fork() == 0) {
+    sleep(40);
+    _exit(0);
+  }
+}
+
+// Health check: calls of each size on the survivors' new communicator.
 void health_calls(const Plan& hp, int hr, const char* group, RankSlot& slot) {
+  if (mutation() == "no-health") {
+    slot.health = 2;
+    put(slot.health_msg, sizeof slot.health_msg, "not tried (QCOLL_CHAOS_MUTATE=no-health)");
+    return;
+  }
   Rec rec;
   const double t0 = now_s();
   std::string why;
@@ -325,6 +358,7 @@ int bootstrap_rank(Control& ctl, int r, const Plan& p, const Plan& hp) {
   }
   const std::string seg = mapped_qcoll_segment();
   put(slot.shm_names[0], sizeof slot.shm_names[0], seg);
+  mutate_process(slot);
   slot.ready = 1;
   if (!wait_flag(ctl.go, 60)) return 14;
   call_loop(p, r, "chaos", slot);
@@ -392,6 +426,7 @@ int mpi_rank_main(int argc, char** argv) {
   }
   const std::string seg = mapped_qcoll_segment();
   put(slot.shm_names[0], sizeof slot.shm_names[0], seg);
+  mutate_process(slot);
   MPI_Barrier(MPI_COMM_WORLD);
   slot.ready = 1;
   if (!wait_flag(ctl.go, 60)) _exit(14);
@@ -597,9 +632,9 @@ void judge_leftovers(const Control& ctl, const std::set<std::string>& shm_before
   const std::set<std::string> shm_now = qcoll_shm_names(), sock_now = qcoll_socket_names();
   std::set<std::string> ours_shm, ours_sock;
   for (const RankSlot& s : ctl.ranks)
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 3; ++k) {
       if (s.shm_names[k][0]) ours_shm.insert(s.shm_names[k]);
-      if (s.socket_names[k][0]) ours_sock.insert(s.socket_names[k]);
+      if (k < 2 && s.socket_names[k][0]) ours_sock.insert(s.socket_names[k]);
     }
   for (const std::string& nm : ours_shm)
     if (shm_now.count(nm)) tr.problems.push_back("left in /dev/shm: " + nm);
