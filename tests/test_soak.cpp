@@ -1,4 +1,7 @@
 // Soak: QCOLL_SOAK_CALLS (default 10,000) operator calls in a loop over several thread groups
+// (a long soak: QCOLL_SOAK_CALLS=1000000, and QCOLL_SOAK_SECONDS to stop earlier once that
+// long has passed; RSS, open file descriptors and /dev/shm printed at the start and the end;
+// the process transports' soak is tests/mpi/test_mpi_soak.cpp)
 // used concurrently from different threads of one process; every result is checked against
 // the independent reference of tests/oracle.hpp; resident memory must not grow
 // between the first tenth of the calls and the end (leaks and unbounded caches), and no
@@ -15,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -27,6 +31,7 @@
 
 #include "fault_matrix.hpp"
 #include "ops_harness.hpp"
+#include "soak_stats.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define QCOLL_SOAK_UNDER_SANITIZER 1
@@ -117,6 +122,10 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
   ASSERT_GE(total, 30);
   const long iterations = (total + 2) / 3;  // one call on each of the three groups per iteration
   const long warm = iterations / 10;
+  const double seconds = static_cast<double>(soak::env_long("QCOLL_SOAK_SECONDS", 0));
+  // With a time bound, each group's first rank (T0 for A and B, T4 for C) ends the loop for
+  // its group: the group's ranks are within one iteration of it, so two more keep them in step.
+  std::atomic<long> stop_ab{iterations}, stop_c{iterations};
 
   harness::Group A(4), B(2), C(2);
   const GroupPlan pa = plan_for(4, 100), pb = plan_for(2, 200), pc = plan_for(2, 300);
@@ -126,6 +135,8 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
     A.run([&](int r) { EXPECT_TRUE(soak_call(pa, 0, r, A.name(), &err)) << err; });
   }
   const int threads_before = faults::thread_count();
+  const soak::Stats at_start = soak::sample();
+  soak::Stats after_warm;
 
   std::atomic<long> failures{0}, calls_done{0};
   std::atomic<long> rss_after_warm{0};
@@ -154,7 +165,12 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
       joined[0] = C.handle();
     }
     std::string err;
-    for (long it = 0; it < iterations && failures.load() == 0; ++it) {
+    std::atomic<long>& stop_at = tid < 4 ? stop_ab : stop_c;
+    const auto t_begin = std::chrono::steady_clock::now();
+    for (long it = 0; it < iterations && it < stop_at.load() && failures.load() == 0; ++it) {
+      if (seconds > 0 && (tid == 0 || tid == 4) &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_begin).count() >= seconds)
+        stop_at = std::min(stop_at.load(), it + 2);
       const std::size_t v = static_cast<std::size_t>(it % 4);
       if (tid < 4) {
         record(soak_call(pa, v, tid, A.name(), &err), err);
@@ -167,7 +183,15 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
         record(soak_call(pc, (v + 2) % 4, tid - 4, C.name(), &err), err);
         if (tid == 4) ++calls_done;
       }
-      if (tid == 0 && it == warm) rss_after_warm = resident_kib();
+      // The warm-up ends after the first tenth of the calls, or of the time bound.
+      const bool warm_now =
+          seconds > 0 ? rss_after_warm.load() == 0 &&
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_begin).count() >= seconds / 10
+                      : it == warm;
+      if (tid == 0 && warm_now) {
+        rss_after_warm = resident_kib();
+        after_warm = soak::sample();
+      }
     }
     for (qcollThreadGroup* g : joined)
       if (g != nullptr) {
@@ -184,7 +208,11 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
   const long rss_end = resident_kib();
 
   EXPECT_EQ(failures.load(), 0) << first_error;
-  EXPECT_EQ(calls_done.load(), iterations * 3);
+  const soak::Stats at_end = soak::sample();
+  EXPECT_EQ(calls_done.load(), 2 * std::min(iterations, stop_ab.load()) + std::min(iterations, stop_c.load()));
+  EXPECT_EQ(at_end.fds, after_warm.fds) << "file descriptors left open";
+  std::printf("soak start: %s\nsoak after the warm-up: %s\nsoak end: %s\n", at_start.text().c_str(),
+              after_warm.text().c_str(), at_end.text().c_str());
   EXPECT_EQ(faults::thread_count(), threads_before) << "threads left behind";
   std::printf("soak: %ld calls (3 groups, 6 threads) in %.2f s; RSS %ld KiB after %ld iterations, %ld KiB at the end\n",
               calls_done.load(), secs, rss_after_warm.load(), warm, rss_end);
