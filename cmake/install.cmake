@@ -21,7 +21,7 @@ install(FILES ${PROJECT_BINARY_DIR}/qcollConfig.cmake ${PROJECT_BINARY_DIR}/qcol
 # pkg-config: MPI's flags come from Open MPI's own ompi-c.pc where it is installed.
 set(QCOLL_PC_LIBS_PRIVATE "-lpthread")
 if(QCOLL_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
-  string(APPEND QCOLL_PC_LIBS_PRIVATE " -lhwy -lstdc++")
+  string(APPEND QCOLL_PC_LIBS_PRIVATE " -lhwy -lstdc++ -lm")
   if(QCOLL_RT)
     string(APPEND QCOLL_PC_LIBS_PRIVATE " -lrt")
   endif()
