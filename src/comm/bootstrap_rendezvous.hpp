@@ -104,6 +104,21 @@ struct Rendezvous {
     return "rank " + std::to_string(m.hello.rank) + " (pid " + std::to_string(m.pid) + ")";
   }
 
+  // Empty when a Hello's fields obey the rules a joining rank checks locally (join's
+  // local_checks), else "FIELD: must be RULE, got VALUE".
+  static std::string hello_rule_broken(const Hello& h) {
+    if (Status s = contract::check_comm_size(h.nranks); !s.ok()) return s.message;
+    constexpr uint64_t kMiB = uint64_t{1} << 20;
+    if (h.window_bytes % kMiB != 0 || h.window_bytes < kMiB || h.window_bytes / kMiB > settings::kMaxBuffSizeMiB)
+      return std::string(settings::kBuffSizeName) + ": the window must be a whole number of MB in [1, " +
+             std::to_string(settings::kMaxBuffSizeMiB) + "], got " + std::to_string(h.window_bytes) + " bytes";
+    constexpr int64_t kMaxWaitMs = static_cast<int64_t>(settings::kMaxTimeoutSeconds * 1000.0);
+    if (h.wait_ms < 0 || h.wait_ms > kMaxWaitMs)
+      return "wait: must be in [0, " + std::to_string(kMaxWaitMs) + "] ms (" + settings::kTimeoutName +
+             " at most " + seconds_text(settings::kMaxTimeoutSeconds) + " s), got " + std::to_string(h.wait_ms) + " ms";
+    return {};
+  }
+
   // Connections that have not said Hello yet stay: they get late_message.
   void over(int32_t code, std::string message) {
     phase = Phase::Over;
@@ -160,6 +175,23 @@ struct Rendezvous {
       abort(StatusCode::RuntimeError, "rendezvous of communicator '" + name + "': a process (pid " +
                                           std::to_string(f.pid) + ") joining as rank " + std::to_string(h.rank) +
                                           " failed its own checks: " + wire::get(m.hello.message));
+      return;
+    }
+    // The fields a joining rank's own checks guarantee, checked again: the bytes come from
+    // another process (before this check a Hello's wait_ms of 2^63 - 1 overflowed the
+    // deadline arithmetic, and an nranks of 2^31 - 1 made the messages listing missing
+    // ranks loop for minutes; found by fuzz/fuzz_bootstrap_root.cpp).
+    if (const std::string bad = hello_rule_broken(h); !bad.empty()) {
+      Reply r;
+      r.kind = wire::kAbort;
+      r.code = static_cast<int32_t>(StatusCode::ParamInvalid);
+      wire::put(r.message, "rendezvous: the id's creator cannot take this rank's Hello: " + bad);
+      send_msg(m.fd, r);
+      int fd = m.fd;
+      close_fd(fd);
+      abort(StatusCode::RuntimeError, "rendezvous of communicator '" + name + "': a process (pid " +
+                                          std::to_string(f.pid) + ") joining as rank " + std::to_string(h.rank) +
+                                          " sent a Hello the id's creator cannot take: " + bad);
       return;
     }
     std::string mismatch;
