@@ -50,7 +50,7 @@ totals() {  # totals REPORT_TEXT
     # TOTAL regions missed cover functions missed cover lines missed cover branches missed cover
     printf "lines %d/%d (%s), branches %d/%d (%s)", $8-$9, $8, $10, $11-$12, $11, $13 }' <<<"$1"
 }
-printf '%-22s %-8s %-40s %s\n' target inputs "all code linked" "targeted files"
+printf '%-22s %-8s %-52s %s\n' target inputs "all code linked" "targeted files"
 for t in $targets; do
   bin="$BUILD_DIR/fuzz/$t"
   corpus="fuzz/corpus/$t"
@@ -59,16 +59,16 @@ for t in $targets; do
   LLVM_PROFILE_FILE="$out/$t.%p.profraw" "$bin" -runs=0 "$corpus" >"$out/$t.replay.txt" 2>&1 || {
     echo "fuzz-coverage: $t: replay failed (see $out/$t.replay.txt)" >&2; exit 1; }
   "$PROFDATA" merge -sparse "$out/$t".*.profraw -o "$out/$t.profdata"
-  all=$("$COV" report "$bin" -instr-profile="$out/$t.profdata" -ignore-filename-regex='/usr/|fuzz/|tests/')
+  all=$("$COV" report "$bin" -instr-profile="$out/$t.profdata" -ignore-filename-regex="^/usr/|^$PWD/(fuzz|tests)/")
   # The targeted files, by absolute path (llvm-cov report's SOURCES arguments).
   mapfile -t src_files < <(git ls-files | grep -E "^($(files_of "$t"))" | sed "s|^|$PWD/|")
   mine=$("$COV" report "$bin" -instr-profile="$out/$t.profdata" "${src_files[@]}")
   echo "$all" >"$out/$t.report-all.txt"
   echo "$mine" >"$out/$t.report-targeted.txt"
-  printf '%-22s %-8s %-40s %s\n' "$t" "$n" "$(totals "$all")" "$(totals "$mine")"
+  printf '%-22s %-8s %-52s %s\n' "$t" "$n" "$(totals "$all")" "$(totals "$mine")"
   if [ "${FUZZ_COV_HTML:-1}" = "1" ]; then
     "$COV" show "$bin" -instr-profile="$out/$t.profdata" -format=html -output-dir="$out/$t" \
-      -ignore-filename-regex='/usr/|fuzz/|tests/' >/dev/null 2>&1 || true
+      -ignore-filename-regex="^/usr/|^$PWD/(fuzz|tests)/" >/dev/null 2>&1 || true
   fi
 done
 echo "fuzz-coverage: reports in $out/<target>.report-*.txt (and HTML in $out/<target>/)"
