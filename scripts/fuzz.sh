@@ -11,10 +11,11 @@
 # executions (default 10^7) or FUZZ_SECONDS (default 1800), whichever comes first, one target
 # at a time, one process (-jobs=1), under `nice -n FUZZ_NICE` (default 19). Afterwards the
 # committed corpus and the campaign's new inputs are merged and minimised (libFuzzer
-# -merge=1: the fewest inputs that keep every feature) and fuzz/corpus/<target>/ is replaced
-# by the result; inputs named regress-* (regression inputs of fixed findings) are always
-# kept. A target whose minimised corpus has more than FUZZ_MAX_CORPUS (default 300) files is
-# reported. The corpus is merged even when the run found a crash (the crash input is not in
+# -merge=1: the fewest inputs that keep every feature, i.e. every edge and hit-count bucket;
+# when that is more than FUZZ_MAX_CORPUS files (default 300), merged again keeping every edge
+# only, -use_counters=0) and fuzz/corpus/<target>/ is replaced by the result; inputs named
+# regress-* (regression inputs of fixed findings) are always kept. A corpus still over
+# FUZZ_MAX_CORPUS is reported. FUZZ_RUNS=0 only merges (every input is run once). The corpus is merged even when the run found a crash (the crash input is not in
 # it: it stays in the artifacts folder), and the script then fails.
 #
 # Both modes: FUZZ_TARGETS picks targets (default: all fuzz/fuzz_*.cpp). One summary line per
@@ -62,14 +63,25 @@ for t in $targets; do
   if [ "$LONG" = "1" ]; then
     # Minimise: merge the committed corpus and the new inputs into an empty folder.
     merged="$WORK/$t/merged"
-    rm -rf "$merged" && mkdir -p "$merged"
-    if "${NICE[@]}" "$bin" -merge=1 -timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=512 \
-        "$merged" "$seeds" "$WORK/$t/corpus" >"$WORK/$t/merge.txt" 2>&1; then
+    merge() {  # merge EXTRA_FLAGS...: the committed and the new inputs into an empty $merged
+      rm -rf "$merged" && mkdir -p "$merged"
+      "${NICE[@]}" "$bin" -merge=1 "$@" -timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=512 \
+        "$merged" "$seeds" "$WORK/$t/corpus" >"$WORK/$t/merge.txt" 2>&1
+    }
+    merge_ok=1
+    merge || merge_ok=0
+    how="features"
+    if [ "$merge_ok" = "1" ] && [ "$(find "$merged" -maxdepth 1 -type f | wc -l)" -gt "$MAX_CORPUS" ]; then
+      # Too many: keep every edge, not every hit-count bucket of every edge (-use_counters=0).
+      merge -use_counters=0 || merge_ok=0
+      how="edges"
+    fi
+    if [ "$merge_ok" = "1" ]; then
       find "$seeds" -maxdepth 1 -type f -name 'regress-*' -exec cp {} "$merged/" \;
       find "$seeds" -maxdepth 1 -type f -delete
       cp "$merged"/* "$seeds/" 2>/dev/null || true
       n=$(find "$seeds" -maxdepth 1 -type f | wc -l)
-      corpus_note=", corpus $n files ($(du -sk "$seeds" | cut -f1) KiB)"
+      corpus_note=", corpus $n files ($(du -sk "$seeds" | cut -f1) KiB, minimised by $how)"
       if [ "$n" -gt "$MAX_CORPUS" ]; then
         echo "fuzz: $t: minimised corpus has $n files (> FUZZ_MAX_CORPUS=$MAX_CORPUS); review before committing" >&2
       fi
