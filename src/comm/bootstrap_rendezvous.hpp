@@ -178,9 +178,9 @@ struct Rendezvous {
       return;
     }
     // The fields a joining rank's own checks guarantee, checked again: the bytes come from
-    // another process (before this check a Hello's wait_ms of 2^63 - 1 overflowed the
-    // deadline arithmetic, and an nranks of 2^31 - 1 made the messages listing missing
-    // ranks loop for minutes; found by fuzz/fuzz_bootstrap_root.cpp).
+    // another process. Before this check a Hello's wait_ms of 2^63 - 1 overflowed the
+    // deadline arithmetic (undefined; found by fuzz/fuzz_bootstrap_root.cpp), and an nranks
+    // of 2^31 - 1 would have made the message listing the missing ranks loop 2^31 times.
     if (const std::string bad = hello_rule_broken(h); !bad.empty()) {
       Reply r;
       r.kind = wire::kAbort;
