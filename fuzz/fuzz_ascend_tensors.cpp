@@ -131,7 +131,8 @@ void compute_extent(Tensor& t) {
       return;
     }
     const int64_t s = t.pass_strides ? t.strides[i] : 0;
-    if (t.pass_strides && s < 0) t.extent_bounded = false;
+    // (A dimension of size 1 is never stepped along: its stride does not matter.)
+    if (t.pass_strides && s < 0 && d > 1) t.extent_bounded = false;
     const u128 si = t.pass_strides ? static_cast<u128>(s < 0 ? -(s + 1) + u128(1) : u128(s)) : stride;
     last += static_cast<u128>(d - 1) * si;
     if (!t.pass_strides) stride *= static_cast<u128>(d);
@@ -268,8 +269,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Accepted: every tensor in aclrtMalloc memory lies inside its allocation.
   for (Tensor* t : {&x, &sc, &out}) {
     if (t->mem != Tensor::Mem::Device) continue;
-    if (!t->extent_bounded || t->extent > t->alloc_bytes - t->at)
-      fail("accepted a tensor that extends past its aclrtMalloc allocation", st);
+    if (!t->extent_bounded || t->extent > t->alloc_bytes - t->at) {
+      std::string d = "dims", sd = " strides";
+      for (int64_t v : t->dims) d += " " + std::to_string(v);
+      for (int64_t v : t->strides) sd += " " + std::to_string(v);
+      fail("accepted a tensor that extends past its aclrtMalloc allocation: " + d + (t->pass_strides ? sd : "") +
+               ", offset " + std::to_string(t->offset) + ", dtype " + std::to_string(t->dtype) + ", extent " +
+               std::to_string(static_cast<uint64_t>(t->extent)) + " bytes from " + std::to_string(t->at) +
+               " into an allocation of " + std::to_string(t->alloc_bytes),
+           st);
+    }
   }
   Tensor* const all[] = {&x, &sc, &out};
   const bool runnable = std::all_of(std::begin(all), std::end(all), [](const Tensor* t) {
