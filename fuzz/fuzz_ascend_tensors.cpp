@@ -168,8 +168,8 @@ void make(FuzzedDataProvider& p, Tensor& t, const std::vector<int64_t>& base, in
       switch (p.ConsumeIntegralInRange<int>(0, 3)) {
         case 0: t.strides[i] = p.ConsumeIntegral<int64_t>(); break;
         case 1: t.strides[i] = 0; break;
-        case 2: t.strides[i] = -t.strides[i]; break;
-        default: t.strides[i] += 1; break;
+        case 2: t.strides[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(t.strides[i])); break;  // negated, wrapping
+        default: t.strides[i] = static_cast<int64_t>(static_cast<uint64_t>(t.strides[i]) + 1); break;
       }
     }
   }
