@@ -7,6 +7,7 @@
 // module (qcoll/contract.hpp). Then qcoll's own phase one runs (contiguity, storage, the
 // HCCL_BUFFSIZE window) and builds the executor. A rank whose checks fail after its group
 // resolved still takes part in the call's agreement, so its peers return at once.
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -41,11 +42,17 @@ bool has_zero_dim(const aclTensor& t) {
   return false;
 }
 
-// The bytes a tensor spans from its data pointer: (offset + elements) * element size.
+// The bytes a tensor spans from its data pointer: (offset + elements) * element size;
+// SIZE_MAX when that does not fit (no allocation holds it).
 std::size_t tensor_bytes(const aclTensor& t) {
   std::size_t n = 1;
-  for (int64_t d : t.dims) n *= static_cast<std::size_t>(d);
-  return (static_cast<std::size_t>(t.offset) + n) * dtype_size(static_cast<DType>(t.dtype));
+  for (int64_t d : t.dims)
+    if (__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n)) return SIZE_MAX;
+  std::size_t bytes = 0;
+  if (__builtin_add_overflow(static_cast<std::size_t>(t.offset), n, &n) ||
+      __builtin_mul_overflow(n, dtype_size(static_cast<DType>(t.dtype)), &bytes))
+    return SIZE_MAX;
+  return bytes;
 }
 
 // Beyond the vendor: a tensor over aclrtMalloc memory must not extend past its allocation.
@@ -110,7 +117,10 @@ Status check_after_group(Op op, const aclTensor& x, const aclTensor& scales, con
     return invalid("x: H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
                    std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " + std::to_string(H));
   int64_t bs = 1;
-  for (std::size_t i = 0; i + 1 < x.dims.size(); ++i) bs *= x.dims[i];
+  for (std::size_t i = 0; i + 1 < x.dims.size(); ++i)
+    if (__builtin_mul_overflow(bs, x.dims[i], &bs))  // (a plain product was undefined past 2^63)
+      return invalid("x: BS (the product of the dimensions before H) must fit in int64, got shape " +
+                     shape_text(x.dims));
   if (bs % n != 0)
     return invalid("x: BS must be a multiple of the world size " + std::to_string(n) + ", got BS = " + std::to_string(bs) +
                    " (shape " + shape_text(x.dims) + ")");

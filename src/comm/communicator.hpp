@@ -70,6 +70,14 @@ struct StepShape {
     p.seg[1] = base + seg_offset(1);
     return p;
   }
+  // A receive slot at `slot` holding one part per source, as the asynchronous transports
+  // (MPI) receive a step: the segment pointers of source `src`'s part.
+  template <class T, class Byte>
+  T received_in(Byte* slot, int src) const {
+    StepShape one = *this;
+    one.kind = Kind::Same;
+    return one.part_in<T>(slot + static_cast<std::size_t>(src) * part_bytes(), 0);
+  }
 };
 
 class Communicator {

@@ -1,6 +1,7 @@
 #include "ops/validate.hpp"
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -55,6 +56,24 @@ Status check_layout(const char* param, const TensorDesc& t) {
       return invalid(std::string(param) + ": storage shape " + shape_string(t.storage_dims) +
                      " holds " + std::to_string(storage) + " elements, the view needs offset + " +
                      "elements = " + std::to_string(t.offset) + " + " + std::to_string(numel));
+  }
+  // The tensor's bytes, (offset + elements) x element size from data, must fit in one
+  // object (at most PTRDIFF_MAX bytes) below the end of the address space: else no memory
+  // can hold it, and computing its pointers is undefined (found by fuzz/fuzz_ascend_tensors.cpp:
+  // a huge offset on an output wrapped the output pointer).
+  {
+    const uint64_t esize = dtype_size(static_cast<DType>(t.dtype));
+    uint64_t numel = 1, elems = 0, bytes = 0, end = 0;
+    bool over = false;
+    for (int64_t d : t.dims) over |= __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel);
+    over |= __builtin_add_overflow(static_cast<uint64_t>(t.offset), numel, &elems);
+    over |= __builtin_mul_overflow(elems, esize, &bytes);
+    over |= bytes > static_cast<uint64_t>(PTRDIFF_MAX);
+    over |= __builtin_add_overflow(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data)), bytes, &end);
+    if (over)
+      return invalid(std::string(param) + ": offset " + std::to_string(t.offset) + " (elements of " +
+                     std::to_string(esize) + " bytes) puts the tensor beyond any memory: its end must be at most " +
+                     "2^63 - 1 bytes from data and inside the address space");
   }
   return Status::Ok();
 }

@@ -345,7 +345,7 @@ PartView MpiCommunicator::view(Step s, int src) const {
     // Never sent: read where it was written (the Same part, or this rank's part of the send slot).
     return info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), src);
   }
-  return info.shape.part_in<PartView>(static_cast<const unsigned char*>(recv_part(s, src)), 0);
+  return info.shape.received_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), src);
 }
 
 Status MpiCommunicator::progress() {

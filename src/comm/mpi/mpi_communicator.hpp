@@ -101,7 +101,7 @@ class MpiCommunicator final : public Communicator {
   unsigned char* recv_slot(Step s) const { return buffers_ + (kDepth + slot_of(s)) * slot_bytes_; }
   // Where source src's part of step s lands (a receive slot holds one part per source).
   unsigned char* recv_part(Step s, int src) const {
-    return recv_slot(s) + static_cast<std::size_t>(src) * steps_[slot_of(s)].shape.part_bytes();
+    return steps_[slot_of(s)].shape.received_in<PartRegion>(recv_slot(s), src).seg[0];
   }
   // One part of step s in 512-byte blocks (parts are whole blocks): the count of its messages.
   int part_blocks(Step s) const {
