@@ -40,8 +40,9 @@ else
 fi
 # Sanitizer reports abort the run; leaks are checked at the end of each run (and per input
 # by libFuzzer when -detect_leaks=1, its default under ASan).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# (After the caller's own options, so that these hold: later entries win.)
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}abort_on_error=1:detect_leaks=1"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
 mkdir -p "$WORK"
 status=0
 for t in $targets; do
