@@ -423,7 +423,7 @@ def _cpu_tensor(t: Any, param: str):
     return t.detach().contiguous()
 
 
-def _out_dtype(output_dtype: Any, default: Any, out: Any) -> Optional[DType]:
+def _out_dtype(output_dtype: Any, default: Any, out: Any = None) -> Optional[DType]:
     """The output dtype: output_dtype, else out's own (None: qcoll.ops takes out's), else the default."""
     if output_dtype is None and out is not None:
         return None
