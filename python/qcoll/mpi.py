@@ -118,6 +118,9 @@ class MpiGroup(CoreGroup):
     def destroy(self) -> None:
         """Unregisters the name and releases the communicator (not collective; before
         MPI is finalised)."""
+        from . import _core
+
+        _core.release_workspaces(self.name)  # the operators' workspaces kept for this group (in _core)
         self._comm.destroy()
 
 

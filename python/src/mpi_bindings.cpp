@@ -11,7 +11,6 @@
 #include "bindings.hpp"
 #include "qcoll/qcoll_mpi.h"
 #include "status_error.hpp"
-#include "workspace_pool.hpp"
 
 namespace qcoll::python {
 namespace {
@@ -44,7 +43,6 @@ class MpiComm {
   void destroy() {
     qcollMpiComm* c = comm_;
     comm_ = nullptr;
-    release_workspaces(name_);  // the operators' workspaces kept for this group
     throw_if_failed(qcollMpiCommDestroy(c));
   }
   int32_t rank() const {

@@ -249,6 +249,9 @@ void bind_ops(nb::module_& m) {
       .def("run", &CPreparedFused::run);
   m.def("idle_workspaces", &idle_workspaces, nb::arg("group"),
         "(buffers, bytes) idle in the workspace pool of group `group` (kept for its next calls).");
+  m.def("release_workspaces", &release_workspaces, nb::arg("group"),
+        "Frees the workspaces pooled for group `group` (qcoll.mpi.MpiGroup.destroy: the module _mpi "
+        "holds no pool of its own).");
 
   auto def_op = [&](const char* name, PhaseOne one, PhaseTwo two) {
     m.def(name,

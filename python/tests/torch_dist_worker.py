@@ -184,8 +184,8 @@ def check_out(group, path: str) -> None:
         (lambda: qt.reduce_scatter(x, group, out=sentinel, output_dtype=torch.float32),
          "out: dtype is bfloat16, but output_dtype=float was given"),
         (lambda: qt.reduce_scatter(x, group, out=torch.empty(H, 2, dtype=torch.bfloat16).t()), "out: must be contiguous"),
-        (lambda: qt.reduce_scatter(base[:2 * n], group, out=base[2 * n - 1:2 * n + 1]), "out: overlaps x"),
-        (lambda: qt.all_reduce(base[:2 * n], group, out=base[1:2 * n + 1]), "out: overlaps x without being x itself"),
+        (lambda: qt.reduce_scatter(base[:2 * n], group, out=base[2 * n - 1:2 * n + 1]), "out: overlaps input"),
+        (lambda: qt.all_reduce(base[:2 * n], group, out=base[1:2 * n + 1]), "out: overlaps input without being input itself"),
         (lambda: qt.reduce_scatter(x, group, out=np.zeros((2, H), np.float32)), "out: expected a torch.Tensor"),
     ]
     for k, (bad, msg) in enumerate(cases):
