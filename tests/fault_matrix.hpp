@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 #include <set>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -254,6 +255,30 @@ inline int thread_count() {
     closedir(d);
   }
   return n;
+}
+
+// A thread that has been joined can stay in /proc/self/task for a moment (the kernel wakes
+// the joiner before it removes the task): the count once it no longer falls, read at most
+// `limit_ms` after the last change.
+inline int settled_thread_count(int limit_ms = 2000) {
+  int last = thread_count();
+  for (int waited = 0; waited < limit_ms; waited += 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int now = thread_count();
+    if (now == last) return now;
+    last = now;
+  }
+  return last;
+}
+
+// True when the threads are back to at most `before` within `limit_ms` (a thread left
+// behind keeps the count above it).
+inline bool no_thread_left(int before, int limit_ms = 5000) {
+  for (int waited = 0; waited < limit_ms; waited += 20) {
+    if (thread_count() <= before) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return thread_count() <= before;
 }
 
 // Names of /dev/shm entries starting with "qcoll".

@@ -692,7 +692,7 @@ TrialResult trial_threads(const Options& o, std::mt19937& rng, int trial, int si
   const int victim = static_cast<int>(rng() % kRanks);
   const int delay_ms = static_cast<int>(rng() % (o.window_ms + 1));
   const std::string group = "chaos-t" + std::to_string(trial);
-  const int threads_before = faults::thread_count();
+  const int threads_before = faults::settled_thread_count();
   g_fate.victim = victim;
   g_fate.fate = 0;
   g_fate.acted = 0;
@@ -774,7 +774,7 @@ TrialResult trial_threads(const Options& o, std::mt19937& rng, int trial, int si
   int own_rows = 0;
   judge_records(ctl, victim, t_signal, o.timeout_s, true, tr, &slowest, &own_rows);
   if (!all) tr.problems.push_back("survivors did not finish in time");
-  if (faults::thread_count() != threads_before)
+  if (!faults::no_thread_left(threads_before))
     tr.problems.push_back("threads left: " + std::to_string(faults::thread_count() - threads_before));
   const int acted = g_fate.acted.load();
   (void)in_call;
