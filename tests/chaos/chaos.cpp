@@ -55,6 +55,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -787,6 +788,35 @@ TrialResult trial_threads(const Options& o, std::mt19937& rng, int trial, int si
 }
 
 // Forked ranks over the bootstrap.
+// A process trial's moment of chaos: once every rank is ready (within ready_s), they start
+// calling; delay_ms later the victim (victim_pid(), read then) gets `sig`; then the survivors
+// have survive_s to finish. A start that fails is a problem named after `what`.
+struct Strike {
+  double t_signal;
+  bool ready = false;
+  int in_call = 0;
+  bool all = false;
+};
+Strike strike(Control& ctl, int victim, int sig, int delay_ms, double ready_s, double survive_s, const char* what,
+              const std::function<pid_t()>& victim_pid, TrialResult& tr) {
+  bool ready = true;
+  for (int r = 0; r < kRanks; ++r) ready = ready && wait_flag(ctl.ranks[r].ready, ready_s);
+  Strike k{now_s(), ready};
+  if (!ready) {
+    tr.problems.push_back(std::string("the ranks did not get ready (") + what + ")");
+    return k;
+  }
+  ctl.go = 1;
+  for (int r = 0; r < kRanks; ++r) wait_flag(ctl.ranks[r].started, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  k.in_call = ctl.ranks[victim].in_call.load();
+  k.t_signal = now_s();
+  kill(victim_pid(), sig);
+  ctl.victim = victim;
+  k.all = wait_survivors(ctl, victim, survive_s);
+  return k;
+}
+
 TrialResult trial_shm(const Options& o, std::mt19937& rng, int sig, const Plan& p4, const Plan& p3) {
   TrialResult tr;
   Control* ctlp = new_control_anon();
@@ -809,23 +839,12 @@ TrialResult trial_shm(const Options& o, std::mt19937& rng, int sig, const Plan& 
     setpgid(pid, pgid);
     pids[r] = pid;
   }
-  bool ready = true;
-  for (int r = 0; r < kRanks; ++r) ready = ready && wait_flag(ctl.ranks[r].ready, 60);
-  double t_signal = now_s();
-  int in_call = 0;
-  bool all = false;
-  if (!ready) {
-    tr.problems.push_back("the ranks did not get ready (bootstrap)");
-  } else {
-    ctl.go = 1;
-    for (int r = 0; r < kRanks; ++r) wait_flag(ctl.ranks[r].started, 10);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    in_call = ctl.ranks[victim].in_call.load();
-    t_signal = now_s();
-    kill(pids[victim], sig);
-    ctl.victim = victim;
-    all = wait_survivors(ctl, victim, o.timeout_s + 2 + 30);
-  }
+  const Strike k = strike(ctl, victim, sig, delay_ms, 60, o.timeout_s + 2 + 30, "bootstrap",
+                          [&] { return pids[victim]; }, tr);
+  const double t_signal = k.t_signal;
+  const bool ready = k.ready;
+  const int in_call = k.in_call;
+  const bool all = k.all;
   // Over: the stopped victim goes too; every child is reaped.
   kill(pids[victim], SIGKILL);
   std::vector<int> codes(kRanks, -1);
@@ -899,23 +918,12 @@ TrialResult trial_mpirun(const Options& o, std::mt19937& rng, int sig, const std
     _exit(127);
   }
   setpgid(mpirun, mpirun);
-  bool ready = true;
-  for (int r = 0; r < kRanks; ++r) ready = ready && wait_flag(ctl.ranks[r].ready, 90);
-  double t_signal = now_s();
-  int in_call = 0;
-  bool all = false;
-  if (!ready) {
-    tr.problems.push_back("the ranks did not get ready (mpirun start)");
-  } else {
-    ctl.go = 1;
-    for (int r = 0; r < kRanks; ++r) wait_flag(ctl.ranks[r].started, 10);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    in_call = ctl.ranks[victim].in_call.load();
-    t_signal = now_s();
-    kill(ctl.ranks[victim].pid.load(), sig);
-    ctl.victim = victim;
-    all = wait_survivors(ctl, victim, o.timeout_s + 2 + 40);
-  }
+  const Strike k = strike(ctl, victim, sig, delay_ms, 90, o.timeout_s + 2 + 40, "mpirun start",
+                          [&] { return static_cast<pid_t>(ctl.ranks[victim].pid.load()); }, tr);
+  const double t_signal = k.t_signal;
+  const bool ready = k.ready;
+  const int in_call = k.in_call;
+  const bool all = k.all;
   if (ctl.ranks[victim].pid.load() > 0) kill(ctl.ranks[victim].pid.load(), SIGKILL);
   // mpirun ends once every rank is gone.
   int st = 0;
