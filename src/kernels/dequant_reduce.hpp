@@ -19,7 +19,8 @@
 // E4M3FN/E5M2); `count` must be a multiple of the group size; pointers need no alignment.
 // Bad arguments (unknown dtype, nsrc < 1, null pointer, count not a multiple of G) make
 // every entry point throw std::invalid_argument naming the field and the value seen,
-// before anything is written.
+// before anything is written. Each entry point checks once; the paths it runs (and the
+// parallel path's parts) take the checked arguments as they are.
 //
 // Choosing the path: dequant_reduce() uses the best SIMD target of this CPU (Highway
 // runtime dispatch), unless the environment variable QCOLL_KERNEL=scalar was set when it
@@ -52,6 +53,8 @@ std::size_t group_size(DType scales_dtype);
 // Empty if `a` is acceptable to the kernels, else a message naming the field, the value
 // seen and the rule (e.g. "count: must be a multiple of the group size 128, got 100").
 std::string check_reduce_args(const ReduceArgs& a);
+// Throws std::invalid_argument with check_reduce_args's message if `a` is not acceptable.
+void require_reduce_args(const ReduceArgs& a);
 
 // The reference path.
 void dequant_reduce_scalar(const ReduceArgs& a);
@@ -71,5 +74,13 @@ void dequant_reduce_parallel(const ReduceArgs& a, int nthreads);
 // of them by name. Returns false (and does nothing) for a target not in that list.
 std::vector<std::string> dequant_reduce_simd_targets();
 bool dequant_reduce_on_target(std::string_view target, const ReduceArgs& a);
+
+// The paths without the argument check, for arguments that passed check_reduce_args
+// already (the entry points above check once, then run these; the parallel path's parts
+// run dequant_reduce_valid on their share). Anything else is undefined behaviour.
+namespace detail {
+void dequant_reduce_valid(const ReduceArgs& a);
+void dequant_reduce_scalar_valid(const ReduceArgs& a);
+}  // namespace detail
 
 }  // namespace qcoll::kernels

@@ -1,7 +1,7 @@
 // dequant_reduce over several threads: the element range is cut at multiples of
-// max(group size, 64) elements, each piece reduced by dequant_reduce on its own.
+// max(group size, 64) elements, each piece reduced by dequant_reduce on its own. The
+// arguments are checked once, here; the pieces are cut from them and not checked again.
 #include <algorithm>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
@@ -10,14 +10,14 @@
 namespace qcoll::kernels {
 
 void dequant_reduce_parallel(const ReduceArgs& a, int nthreads) {
-  if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
+  require_reduce_args(a);
   const std::size_t g = group_size(a.scales_dtype);
   const std::size_t unit = std::max<std::size_t>(g, 64);  // whole groups, 64-byte steps of x
   const std::size_t units = (a.count + unit - 1) / unit;
   const int parts = static_cast<int>(std::min<std::size_t>(
       units, static_cast<std::size_t>(std::clamp(nthreads, 1, core::WorkerPool::kMaxWorkers + 1))));
   if (parts <= 1) {
-    dequant_reduce(a);
+    detail::dequant_reduce_valid(a);
     return;
   }
   const std::size_t scale_bytes = a.scales_dtype == DType::Float ? 4 : 1;
@@ -38,7 +38,7 @@ void dequant_reduce_parallel(const ReduceArgs& a, int nthreads) {
     sub.scales = s.data();
     sub.count = end - begin;
     sub.out = static_cast<uint8_t*>(a.out) + begin * out_bytes;
-    dequant_reduce(sub);
+    detail::dequant_reduce_valid(sub);
   });
 }
 

@@ -1,6 +1,5 @@
 // The reference dequant_reduce: one element at a time, exactly as contract.md §numerics states it.
 #include <cstring>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
@@ -11,7 +10,11 @@
 namespace qcoll::kernels {
 
 void dequant_reduce_scalar(const ReduceArgs& a) {
-  if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
+  require_reduce_args(a);
+  detail::dequant_reduce_scalar_valid(a);
+}
+
+void detail::dequant_reduce_scalar_valid(const ReduceArgs& a) {
   if (a.count == 0) return;
   const core::KeepSubnormals keep_subnormals;
   const float* x_table = formats::decode_table(a.x_dtype);

@@ -1,4 +1,5 @@
 // Argument rules shared by every dequant_reduce path.
+#include <stdexcept>
 #include <string>
 
 #include "kernels/dequant_reduce.hpp"
@@ -31,6 +32,10 @@ std::string check_reduce_args(const ReduceArgs& a) {
     if (a.scales[k] == nullptr) return "scales[" + std::to_string(k) + "]: must not be null";
   }
   return {};
+}
+
+void require_reduce_args(const ReduceArgs& a) {
+  if (std::string err = check_reduce_args(a); !err.empty()) throw std::invalid_argument(err);
 }
 
 }  // namespace qcoll::kernels
