@@ -1,13 +1,15 @@
-// The public quantizers (qcoll/quant.hpp): check, describe the call as a QuantJob, and run
-// it (run_quantize: rows over the worker pool, SIMD or reference path per part).
+// The quantizer entry point quantize_rows (quantize_job.hpp): check once, describe the call
+// as a QuantJob, and run it (run_quantize: rows over the worker pool, SIMD or reference path
+// per part). The public quantizers (qcoll/quant.hpp) are thin wrappers over it.
 #include <algorithm>
 #include <cfenv>
+#include <iterator>
 #include <thread>
 
 #include "core/float_env.hpp"
 #include "core/worker_pool.hpp"
-#include "formats/traits.hpp"
 #include "qcoll/contract.hpp"
+#include "qcoll/formats.hpp"
 #include "qcoll/quant.hpp"
 #include "qcoll/settings.hpp"
 #include "quant/quantize_job.hpp"
@@ -16,13 +18,15 @@ namespace qcoll::quant {
 namespace detail {
 
 float kg_target(DType x_dtype, float hif8_target) {
-  using formats::Traits;
-  switch (x_dtype) {
-    case DType::Int8: return Traits<DType::Int8>::kMaxFinite;
-    case DType::Float8E4M3FN: return Traits<DType::Float8E4M3FN>::kMaxFinite;
-    case DType::Float8E5M2: return Traits<DType::Float8E5M2>::kMaxFinite;
-    default: return hif8_target != 0.0f ? hif8_target : default_hif8_target();
-  }
+  if (x_dtype != DType::HiFloat8) return formats::max_finite(x_dtype);  // 127, 448, 57344
+  return hif8_target != 0.0f ? hif8_target : default_hif8_target();
+}
+
+QuantJob make_job(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
+                  DType scales_dtype, uint8_t* q, void* scales, const QuantOptions& opt) {
+  const float target = scales_dtype == DType::Float ? kg_target(x_dtype, opt.hif8_target) : 0.0f;
+  return QuantJob{.in_dtype = in_dtype, .x = x, .rows = rows, .H = H, .x_dtype = x_dtype,
+                  .scales_dtype = scales_dtype, .target = target, .q = q, .scales = scales};
 }
 
 QuantJob rows_of(const QuantJob& job, std::size_t first, std::size_t count) {
@@ -90,52 +94,51 @@ void run_quantize(const QuantJob& job, int threads) {
 
 namespace {
 
-template <DType In, class T, class S>
-bool quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
-                  uint8_t* q, S* scales, const QuantOptions& opt) {
-  const float target = scales_dtype == DType::Float ? opt.hif8_target : 0.0f;
-  if (!check_quantize_args(x, rows, H, x_dtype, scales_dtype, q, scales, target, opt.threads).ok())
-    return false;
-  detail::QuantJob job;
-  job.in_dtype = In;
-  job.x = x;
-  job.rows = rows;
-  job.H = H;
-  job.x_dtype = x_dtype;
-  job.scales_dtype = scales_dtype;
-  job.target = scales_dtype == DType::Float ? detail::kg_target(x_dtype, opt.hif8_target) : 0.0f;
-  job.q = q;
-  job.scales = scales;
-  detail::run_quantize(job, opt.threads);
-  return true;
-}
+// The quantizers' input dtypes.
+constexpr DType kInDtypes[] = {DType::Float, DType::BFloat16, DType::Float16};
+
+bool is_in_dtype(DType t) { return std::find(std::begin(kInDtypes), std::end(kInDtypes), t) != std::end(kInDtypes); }
 
 }  // namespace
 
+Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H,
+                     DType x_dtype, DType scales_dtype, uint8_t* q, void* scales,
+                     const QuantOptions& opt) {
+  if (!is_in_dtype(in_dtype))
+    return Status::Error(StatusCode::ParamInvalid, "in_dtype: must be " + contract::dtype_list(kInDtypes) +
+                                                       ", got " + contract::dtype_text(in_dtype));
+  const float target = scales_dtype == DType::Float ? opt.hif8_target : 0.0f;
+  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, q, scales, target, opt.threads);
+  if (!st.ok()) return st;
+  detail::run_quantize(detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, q, scales, opt),
+                       opt.threads);
+  return Status::Ok();
+}
+
 bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
                  float* scales, const KgOptions& opt) {
-  return quantize_any<DType::Float>(x, rows, H, x_dtype, DType::Float, q, scales, opt);
+  return quantize_rows(DType::Float, x, rows, H, x_dtype, DType::Float, q, scales, opt).ok();
 }
 bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                       uint8_t* q, float* scales, const KgOptions& opt) {
-  return quantize_any<DType::BFloat16>(x, rows, H, x_dtype, DType::Float, q, scales, opt);
+  return quantize_rows(DType::BFloat16, x, rows, H, x_dtype, DType::Float, q, scales, opt).ok();
 }
 bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                       uint8_t* q, float* scales, const KgOptions& opt) {
-  return quantize_any<DType::Float16>(x, rows, H, x_dtype, DType::Float, q, scales, opt);
+  return quantize_rows(DType::Float16, x, rows, H, x_dtype, DType::Float, q, scales, opt).ok();
 }
 
 bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
                  uint8_t* scales, const MxOptions& opt) {
-  return quantize_any<DType::Float>(x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt);
+  return quantize_rows(DType::Float, x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt).ok();
 }
 bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                       uint8_t* q, uint8_t* scales, const MxOptions& opt) {
-  return quantize_any<DType::BFloat16>(x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt);
+  return quantize_rows(DType::BFloat16, x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt).ok();
 }
 bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                       uint8_t* q, uint8_t* scales, const MxOptions& opt) {
-  return quantize_any<DType::Float16>(x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt);
+  return quantize_rows(DType::Float16, x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt).ok();
 }
 
 }  // namespace qcoll::quant

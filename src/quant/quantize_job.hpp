@@ -3,7 +3,11 @@
 //   quantize_scalar    the reference (quantize_kg.cpp, quantize_mx.cpp: quant_groups.hpp)
 //   quantize_simd      Highway, the best target of this CPU (quantize_simd.cpp); the same
 //                      bits as the reference on every target, for every input
-//   run_quantize       what the public functions call: the job's rows split over
+//   quantize_rows      the quantizer entry point (qcoll::quant, below): the public
+//                      functions and the fused operators' RowQuantizer call it with the
+//                      input dtype; it checks once, describes the call as a QuantJob
+//                      (make_job) and runs it (run_quantize), nothing re-checked after
+//   run_quantize       the job's rows split over
 //                      `threads` threads of the worker pool (same bits for every count),
 //                      each part on the SIMD path, or on the reference where QCOLL_KERNEL=scalar
 //                      or the caller's rounding mode is not round-to-nearest (the SIMD INT8
@@ -20,6 +24,8 @@
 #include <vector>
 
 #include "qcoll/dtype.hpp"
+#include "qcoll/quant.hpp"
+#include "qcoll/status.hpp"
 
 namespace qcoll::quant::detail {
 
@@ -38,6 +44,11 @@ struct QuantJob {
 // The KG target of a dtype: its largest finite value (127, 448, 57344); HiF8: hif8_target,
 // or default_hif8_target() for 0.
 float kg_target(DType x_dtype, float hif8_target);
+
+// The job of a call whose arguments passed check_quantize_args (in_dtype Float, BFloat16 or
+// Float16): the KG target resolved from opt.hif8_target.
+QuantJob make_job(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
+                  DType scales_dtype, uint8_t* q, void* scales, const QuantOptions& opt);
 
 // Rows [first, first + count) of `job` as a job of their own.
 QuantJob rows_of(const QuantJob& job, std::size_t first, std::size_t count);
@@ -58,3 +69,18 @@ void run_quantize(const QuantJob& job, int threads);
 int quantize_parts(const QuantJob& job, int threads);
 
 }  // namespace qcoll::quant::detail
+
+namespace qcoll::quant {
+
+// The quantizer entry point: `rows` rows of H elements of in_dtype (Float, BFloat16 or
+// Float16: fp32 values or the bits of bf16 / fp16 ones) at x into rows*H codes of x_dtype at q
+// and their scales (scales_dtype Float: KG, group 128, fp32; Float8E8M0: MX, group 32, E8M0
+// bytes). Checks the call once (in_dtype, then check_quantize_args with opt's target, used
+// for KG only, and threads) and returns its Status (PARAM_NULLPTR / PARAM_INVALID naming the
+// parameter, the value seen and the rule; nothing written), else runs it. rows == 0 writes
+// nothing.
+Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H,
+                     DType x_dtype, DType scales_dtype, uint8_t* q, void* scales,
+                     const QuantOptions& opt);
+
+}  // namespace qcoll::quant

@@ -3,6 +3,7 @@
 
 #include "qcoll/contract.hpp"
 #include "qcoll/quant.hpp"
+#include "quant/quantize_job.hpp"
 
 namespace qcoll::quant {
 
@@ -17,9 +18,8 @@ std::size_t QuantizedTensor::scales_bytes() const {
 
 namespace {
 
-template <DType In, class T>
-Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
-                    DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
+Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::size_t H,
+                       DType x_dtype, DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
   // q and scales are ours; pass x itself where a non-null pointer is needed for them.
   Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target,
                                   opt.threads);
@@ -31,27 +31,16 @@ Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
   t.H = H;
   t.q.resize(rows * H);
   const std::size_t nscales = contract::scales_count(scales_dtype, rows, H);
-  t.kg_scales.resize(scales_dtype == DType::Float ? nscales : 0);
-  t.mx_scales.resize(scales_dtype == DType::Float8E8M0 ? nscales : 0);
-  bool ok = true;
-  if (rows == 0) {
-    // nothing to quantize (and empty vectors may have no data pointer)
-  } else if (scales_dtype == DType::Float) {
-    if constexpr (In == DType::Float)
-      ok = quantize_kg(x, rows, H, x_dtype, t.q.data(), t.kg_scales.data(), opt);
-    else if constexpr (In == DType::BFloat16)
-      ok = quantize_kg_bf16(x, rows, H, x_dtype, t.q.data(), t.kg_scales.data(), opt);
-    else
-      ok = quantize_kg_fp16(x, rows, H, x_dtype, t.q.data(), t.kg_scales.data(), opt);
-  } else {
-    if constexpr (In == DType::Float)
-      ok = quantize_mx(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data(), opt);
-    else if constexpr (In == DType::BFloat16)
-      ok = quantize_mx_bf16(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data(), opt);
-    else
-      ok = quantize_mx_fp16(x, rows, H, x_dtype, t.q.data(), t.mx_scales.data(), opt);
+  const bool kg = scales_dtype == DType::Float;
+  t.kg_scales.resize(kg ? nscales : 0);
+  t.mx_scales.resize(kg ? 0 : nscales);
+  // rows == 0: nothing to quantize (and empty vectors may have no data pointer).
+  if (rows != 0) {
+    void* scales = kg ? static_cast<void*>(t.kg_scales.data()) : static_cast<void*>(t.mx_scales.data());
+    detail::run_quantize(
+        detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, t.q.data(), scales, opt),
+        opt.threads);
   }
-  if (!ok) return Status::Error(StatusCode::InnerError, "quantize: quantizer refused checked arguments");
   out = std::move(t);
   return Status::Ok();
 }
@@ -60,17 +49,17 @@ Status quantize_any(const T* x, std::size_t rows, std::size_t H, DType x_dtype,
 
 Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
                 DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
-  return quantize_any<DType::Float>(x, rows, H, x_dtype, scales_dtype, out, opt);
+  return quantize_tensor(DType::Float, x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
 Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                      DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
-  return quantize_any<DType::BFloat16>(x, rows, H, x_dtype, scales_dtype, out, opt);
+  return quantize_tensor(DType::BFloat16, x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
 Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
                      DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
-  return quantize_any<DType::Float16>(x, rows, H, x_dtype, scales_dtype, out, opt);
+  return quantize_tensor(DType::Float16, x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
 std::vector<float> dequantize(const QuantizedTensor& t) {
