@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "qcoll/quant.hpp"
+#include "quant/quantize_job.hpp"
 #include "oracle.hpp"
 
 using qcoll::DType;
@@ -363,6 +364,36 @@ TEST(QuantKg, CheckArgsMessages) {
   st = qq::check_quantize_args(&x, 1, 128, DType::HiFloat8, DType::Float, &q, &s, -3.0f);
   EXPECT_NE(st.message.find("hif8_target"), std::string::npos) << st.message;
   EXPECT_TRUE(qq::check_quantize_args(&x, 1, 128, DType::HiFloat8, DType::Float, &q, &s).ok());
+}
+
+// The quantizer entry point takes the input dtype and returns the Status of its one check.
+TEST(QuantKg, EntryPointStatus) {
+  std::vector<float> x = random_values(2 * 128, 21);
+  std::vector<uint8_t> q(x.size()), q_ref(x.size());
+  std::vector<float> s(2), s_ref(2);
+  auto st = qq::quantize_rows(DType::Int8, x.data(), 2, 128, DType::Int8, DType::Float, q.data(),
+                              s.data(), {});
+  EXPECT_EQ(st.code, qcoll::StatusCode::ParamInvalid);
+  EXPECT_EQ(st.message, "in_dtype: must be float, bfloat16 or float16, got int8");
+  qq::QuantOptions bad;
+  bad.threads = -1;
+  st = qq::quantize_rows(DType::Float, x.data(), 2, 128, DType::Int8, DType::Float, q.data(),
+                         s.data(), bad);
+  EXPECT_EQ(st.code, qcoll::StatusCode::ParamInvalid);
+  EXPECT_NE(st.message.find("threads"), std::string::npos) << st.message;
+  EXPECT_NE(st.message.find("-1"), std::string::npos) << st.message;
+  st = qq::quantize_rows(DType::Float, x.data(), 2, 128, DType::Int8, DType::Float, nullptr,
+                         s.data(), {});
+  EXPECT_EQ(st.code, qcoll::StatusCode::ParamNullptr);
+  EXPECT_NE(st.message.find("q"), std::string::npos) << st.message;
+  // A good call: the bits of the typed public function.
+  for (DType t : kKgTypes) {
+    ASSERT_TRUE(qq::quantize_rows(DType::Float, x.data(), 2, 128, t, DType::Float, q.data(),
+                                  s.data(), {}).ok());
+    ASSERT_TRUE(qq::quantize_kg(x.data(), 2, 128, t, q_ref.data(), s_ref.data()));
+    EXPECT_EQ(q, q_ref);
+    EXPECT_EQ(std::memcmp(s.data(), s_ref.data(), sizeof(float) * s.size()), 0);
+  }
 }
 
 TEST(QuantKg, ConvenienceTensor) {
