@@ -83,16 +83,15 @@ class ReceivedCommunicator final : public Communicator {
   int size() const override { return n_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "mpi"; }
-  std::size_t window_bytes() const override { return window_; }
+  Traits traits() const override {
+    return {.window_bytes = window_, .own_part_in_place = false, .async_transfers = true,
+            .max_steps_in_flight = kDepth, .may_fail_mid_call = true};
+  }
   std::size_t max_part_bytes(StepShape::Kind kind) const override {
     if (kind == StepShape::Kind::PerDestination)
       return std::min(qcoll::contract::window_slot_bytes(window_), slot_bytes_) / n_;
     return slot_bytes_ / n_ / kSegmentAlign * kSegmentAlign;
   }
-  bool own_part_in_place() const override { return false; }
-  bool async_transfers() const override { return true; }
-  int max_steps_in_flight() const override { return kDepth; }
-  bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return !broken_; }
   std::string broken_reason() const override { return broken_ ? "a peer failed (fuzz)" : std::string(); }
 

@@ -22,7 +22,11 @@ class LoopbackCommunicator final : public Communicator {
   int size() const override { return n_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "loopback"; }
-  std::size_t window_bytes() const override { return window_; }
+  // Every step: what "rank k" sends to rank 0 is what rank 0 sends itself (its part for
+  // destination 0, or its one part of an all-gather), so every part is exposed or filled.
+  Traits traits() const override {
+    return {.window_bytes = window_, .can_expose = true, .own_part_in_place = false, .may_fail_mid_call = staged_};
+  }
   std::size_t max_part_bytes(StepShape::Kind) const override {
     return window_ == 0 ? SIZE_MAX : window_ / static_cast<std::size_t>(n_);
   }
@@ -31,10 +35,6 @@ class LoopbackCommunicator final : public Communicator {
     ++agreements;
     return Status::Ok();
   }
-  // Every step: what "rank k" sends to rank 0 is what rank 0 sends itself (its part for
-  // destination 0, or its one part of an all-gather), so every part is exposed or filled.
-  bool can_expose() const override { return true; }
-  bool own_part_in_place() const override { return false; }
   Status begin_step(const StepShape& shape, const char*, Clock::time_point, Step* step) override {
     Slot& sl = slots_[next_ & 1];
     sl.shape = shape;
@@ -62,7 +62,6 @@ class LoopbackCommunicator final : public Communicator {
     return sl.shape.part_in<PartView>(static_cast<const uint8_t*>(sl.buf.data()), 0);
   }
   Status release(Step) override { return Status::Ok(); }
-  bool may_fail_mid_call() const override { return staged_; }
 
   int agreements = 0;
 

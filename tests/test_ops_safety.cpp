@@ -224,18 +224,18 @@ class StagingComm final : public qcoll::comm::Communicator {
   int size() const override { return inner_->size(); }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "test-staging"; }
-  std::size_t window_bytes() const override { return window_; }
+  qcoll::comm::Traits traits() const override {
+    return {.window_bytes = window_, .can_expose = inner_->can_expose(), .may_fail_mid_call = true};
+  }
   std::size_t max_part_bytes(qcoll::comm::StepShape::Kind) const override {
     return window_ / static_cast<std::size_t>(size());
   }
-  bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return inner_->usable(); }
   std::string broken_reason() const override { return inner_->broken_reason(); }
   qcoll::Status allgather_records(const void* mine, std::size_t bytes, void* all,
                                   qcoll::comm::Clock::time_point deadline) override {
     return inner_->allgather_records(mine, bytes, all, deadline);
   }
-  bool can_expose() const override { return inner_->can_expose(); }
   qcoll::Status begin_step(const qcoll::comm::StepShape& shape, const char* what,
                            qcoll::comm::Clock::time_point deadline, Step* step) override {
     return inner_->begin_step(shape, what, deadline, step);

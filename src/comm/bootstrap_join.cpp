@@ -15,6 +15,7 @@
 #include "comm/process_info.hpp"
 #include "comm/registry.hpp"
 #include "comm/shm_setup.hpp"
+#include "comm/text.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/settings.hpp"
 
@@ -28,12 +29,6 @@ using wire::Reply;
 // How long past its own deadline a rank waits for the root's verdict (the root decides at
 // the earliest deadline of the ranks there, which is never later than this rank's).
 constexpr auto kGrace = std::chrono::seconds(2);
-
-std::string seconds_text(Clock::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", std::chrono::duration<double>(d).count());
-  return buf;
-}
 
 class Socket {
  public:
@@ -123,6 +118,100 @@ Status local_checks(const std::string& name, bool named, int nranks, int rank, s
   return Status::Ok();
 }
 
+// A hello to the root of `layout` from this rank (what every hello says).
+Hello hello_for(const wire::IdLayout& layout, int nranks, int rank, const std::string& nm) {
+  Hello h;
+  std::memcpy(h.nonce, layout.nonce, sizeof h.nonce);
+  h.nranks = nranks;
+  h.rank = rank;
+  h.pid = static_cast<int32_t>(getpid());
+  wire::put(h.name, nm);
+  return h;
+}
+
+// One rank's side of a rendezvous after its hello: the root's replies, until its verdict.
+class Joining {
+ public:
+  Joining(const Socket& sock, const wire::IdLayout& layout, std::string nm, int nranks, int rank, std::size_t window,
+          Clock::time_point start)
+      : sock_(sock), layout_(layout), nm_(std::move(nm)), nranks_(nranks), rank_(rank), window_(window), start_(start) {}
+
+  // Waits for the root's replies until `hard_deadline`; out on success.
+  Status run(Clock::time_point hard_deadline, Joined& out);
+
+ private:
+  // Waits for one reply: true in *got when r holds one (false: wait again).
+  Status receive(Clock::time_point hard_deadline, Reply& r, bool* got);
+  // kSegment: maps the segment and tells the root the outcome.
+  Status map_segment(const Reply& r);
+
+  const Socket& sock_;
+  const wire::IdLayout& layout_;
+  const std::string nm_;
+  const int nranks_, rank_;
+  const std::size_t window_;
+  const Clock::time_point start_;
+  std::shared_ptr<Communicator> comm_;
+};
+
+Status Joining::receive(Clock::time_point hard_deadline, Reply& r, bool* got) {
+  *got = false;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(hard_deadline - Clock::now()).count();
+  if (left <= 0) {
+    return Status::Error(StatusCode::RuntimeError,
+                         "rendezvous of communicator '" + nm_ + "': no word from the id's creator (" +
+                             creator_text(layout_) + ") within " + seconds_text(Clock::now() - start_) +
+                             " s (QCOLL_TIMEOUT_S)");
+  }
+  pollfd p{sock_.fd(), POLLIN, 0};
+  const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 60'000)));
+  if (n < 0 && errno != EINTR)
+    return Status::Error(StatusCode::RuntimeError, std::string("rendezvous: poll: ") + std::strerror(errno));
+  if (n <= 0) return Status::Ok();
+  const ssize_t bytes = ::recv(sock_.fd(), &r, sizeof r, MSG_DONTWAIT);
+  if (bytes < 0 && (errno == EAGAIN || errno == EINTR)) return Status::Ok();
+  if (bytes != static_cast<ssize_t>(sizeof r)) {
+    const bool gone = creator_gone(layout_);
+    return Status::Error(StatusCode::RuntimeError,
+                         "rendezvous of communicator '" + nm_ + "': the id's creator (" + creator_text(layout_) +
+                             (gone ? ") exited" : ") closed the connection") + " before every rank had joined");
+  }
+  r.message[wire::kMessageBytes - 1] = '\0';
+  r.shm_name[sizeof r.shm_name - 1] = '\0';
+  *got = true;
+  return Status::Ok();
+}
+
+Status Joining::map_segment(const Reply& r) {
+  Status a = attach_segment(nm_, rank_, nranks_, window_, wire::get(r.shm_name), ShmMapping(), comm_);
+  Mapped m;
+  m.code = static_cast<int32_t>(a.code);
+  wire::put(m.message, a.message);
+  Status sent = send_all(sock_.fd(), &m, sizeof m);
+  if (!a.ok()) return a;
+  return sent;
+}
+
+Status Joining::run(Clock::time_point hard_deadline, Joined& out) {
+  for (;;) {
+    Reply r;
+    bool got = false;
+    if (Status s = receive(hard_deadline, r, &got); !s.ok()) return s;
+    if (!got) continue;
+    if (r.kind == wire::kAbort) return Status::Error(static_cast<StatusCode>(r.code), wire::get(r.message));
+    if (r.kind == wire::kSegment) {
+      if (Status s = map_segment(r); !s.ok()) return s;
+      continue;
+    }
+    if (r.kind == wire::kGo && comm_) {
+      out.comm = std::move(comm_);
+      out.ranks_in_process = r.ranks_in_process;
+      return Status::Ok();
+    }
+    return Status::Error(StatusCode::InnerError, "rendezvous: unexpected message from the id's creator");
+  }
+}
+
 }  // namespace
 
 Status join(const char* name, int nranks, const Id& id, int rank, Joined& out) {
@@ -140,13 +229,8 @@ Status join(const char* name, int nranks, const Id& id, int rank, Joined& out) {
   if (!local.ok()) {
     if (s.ok()) {
       // Tell the ranks already there, so that they fail now instead of at their timeout.
-      Hello h;
-      std::memcpy(h.nonce, layout.nonce, sizeof h.nonce);
-      h.nranks = nranks;
-      h.rank = rank;
+      Hello h = hello_for(layout, nranks, rank, nm);
       h.local_code = static_cast<int32_t>(local.code);
-      h.pid = static_cast<int32_t>(getpid());
-      wire::put(h.name, nm);
       wire::put(h.message, local.message);
       (void)send_all(sock.fd(), &h, sizeof h);
     }
@@ -154,61 +238,12 @@ Status join(const char* name, int nranks, const Id& id, int rank, Joined& out) {
   }
   if (!s.ok()) return s;
 
-  Hello h;
-  std::memcpy(h.nonce, layout.nonce, sizeof h.nonce);
-  h.nranks = nranks;
-  h.rank = rank;
-  h.pid = static_cast<int32_t>(getpid());
+  Hello h = hello_for(layout, nranks, rank, nm);
   h.window_bytes = window;
   h.wait_ms = std::max<int64_t>(
       0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-  wire::put(h.name, nm);
   if (s = send_all(sock.fd(), &h, sizeof h); !s.ok()) return s;
-
-  const auto hard_deadline = deadline + kGrace;
-  std::shared_ptr<Communicator> comm;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(hard_deadline - Clock::now()).count();
-    if (left <= 0) {
-      return Status::Error(StatusCode::RuntimeError,
-                           "rendezvous of communicator '" + nm + "': no word from the id's creator (" +
-                               creator_text(layout) + ") within " + seconds_text(Clock::now() - start) +
-                               " s (QCOLL_TIMEOUT_S)");
-    }
-    pollfd p{sock.fd(), POLLIN, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 60'000)));
-    if (n < 0 && errno != EINTR)
-      return Status::Error(StatusCode::RuntimeError, std::string("rendezvous: poll: ") + std::strerror(errno));
-    if (n <= 0) continue;
-    Reply r;
-    const ssize_t got = ::recv(sock.fd(), &r, sizeof r, MSG_DONTWAIT);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got != static_cast<ssize_t>(sizeof r)) {
-      const bool gone = creator_gone(layout);
-      return Status::Error(StatusCode::RuntimeError,
-                           "rendezvous of communicator '" + nm + "': the id's creator (" + creator_text(layout) +
-                               (gone ? ") exited" : ") closed the connection") + " before every rank had joined");
-    }
-    r.message[wire::kMessageBytes - 1] = '\0';
-    r.shm_name[sizeof r.shm_name - 1] = '\0';
-    if (r.kind == wire::kAbort) return Status::Error(static_cast<StatusCode>(r.code), wire::get(r.message));
-    if (r.kind == wire::kSegment) {
-      Status a = attach_segment(nm, rank, nranks, window, wire::get(r.shm_name), ShmMapping(), comm);
-      Mapped m;
-      m.code = static_cast<int32_t>(a.code);
-      wire::put(m.message, a.message);
-      Status sent = send_all(sock.fd(), &m, sizeof m);
-      if (!a.ok()) return a;
-      if (!sent.ok()) return sent;
-      continue;
-    }
-    if (r.kind == wire::kGo && comm) {
-      out.comm = std::move(comm);
-      out.ranks_in_process = r.ranks_in_process;
-      return Status::Ok();
-    }
-    return Status::Error(StatusCode::InnerError, "rendezvous: unexpected message from the id's creator");
-  }
+  return Joining(sock, layout, nm, nranks, rank, window, start).run(deadline + kGrace, out);
 }
 
 }  // namespace qcoll::comm::bootstrap

@@ -22,6 +22,7 @@
 #include "comm/bootstrap_wire.hpp"
 #include "comm/shm_segment.hpp"
 #include "comm/shm_setup.hpp"
+#include "comm/text.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/settings.hpp"
 
@@ -36,12 +37,6 @@ inline constexpr auto kHelloWait = std::chrono::seconds(10);  // a connection th
 inline std::vector<std::string>& segments_made() {  // guarded by the service's mutex
   static auto* v = new std::vector<std::string>;
   return *v;
-}
-
-inline std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", s);
-  return buf;
 }
 
 template <class T>
@@ -144,23 +139,87 @@ struct Rendezvous {
          "id: its rendezvous failed earlier (" + message + "); make a new id with qcollGetUniqueId");
   }
 
+  // A Hello that comes after every rank joined (Mapping) or after the rendezvous ended
+  // (Over): refused, the connection closed.
+  void refuse_late(const Fresh& f, const Hello& h) {
+    Reply r;
+    r.kind = wire::kAbort;
+    if (phase == Phase::Over) {
+      r.code = late_code;
+      wire::put(r.message, late_message);
+    } else {
+      r.code = static_cast<int32_t>(StatusCode::ParamInvalid);
+      wire::put(r.message, "rank: all " + std::to_string(nranks()) + " ranks of this id have joined already, got rank " +
+                               std::to_string(h.rank) + " again (pid " + std::to_string(f.pid) + ")");
+    }
+    send_msg(f.fd, r);
+    ::close(f.fd);
+  }
+
+  // True (and the rendezvous aborted) when the joining rank m failed its own checks or sent
+  // fields those checks would not pass.
+  bool rejected(const Member& m, const std::string& name) {
+    const Hello& h = m.hello;
+    const std::string joining = "rendezvous of communicator '" + name + "': a process (pid " + std::to_string(m.pid) +
+                                ") joining as rank " + std::to_string(h.rank);
+    if (h.local_code != 0 || h.rank < 0 || h.rank >= h.nranks) {
+      // It returns its own error without waiting: tell the others.
+      int fd = m.fd;
+      close_fd(fd);
+      abort(StatusCode::RuntimeError, joining + " failed its own checks: " + wire::get(m.hello.message));
+      return true;
+    }
+    // The fields a joining rank's own checks guarantee, checked again: the bytes come from
+    // another process. Before this check a Hello's wait_ms of 2^63 - 1 overflowed the
+    // deadline arithmetic (undefined; found by fuzz/fuzz_bootstrap_root.cpp), and an nranks
+    // of 2^31 - 1 would have made the message listing the missing ranks loop 2^31 times.
+    const std::string bad = hello_rule_broken(h);
+    if (bad.empty()) return false;
+    Reply r;
+    r.kind = wire::kAbort;
+    r.code = static_cast<int32_t>(StatusCode::ParamInvalid);
+    wire::put(r.message, "rendezvous: the id's creator cannot take this rank's Hello: " + bad);
+    send_msg(m.fd, r);
+    int fd = m.fd;
+    close_fd(fd);
+    abort(StatusCode::RuntimeError, joining + " sent a Hello the id's creator cannot take: " + bad);
+    return true;
+  }
+
+  // Empty when m agrees with the ranks already there (nranks, name, window, a rank of its
+  // own), else the rule it breaks.
+  std::string mismatch_of(const Member& m, const std::string& name) const {
+    if (members.empty()) return {};
+    const Member& first = members[0];
+    const Hello& a = first.hello;
+    const Hello& h = m.hello;
+    auto both = [&](const std::string& va, const std::string& vb) {
+      auto at = [](const Member& x) {
+        return " (rank " + std::to_string(x.hello.rank) + ", pid " + std::to_string(x.pid) + ")";
+      };
+      return "got " + va + at(first) + " and " + vb + at(m);
+    };
+    if (h.nranks != a.nranks) {
+      return "nranks: must be the same on every rank of an id, " + both(std::to_string(a.nranks), std::to_string(h.nranks));
+    }
+    if (name != comm_name()) {
+      return "name: must be the same on every rank of an id, " + both("'" + comm_name() + "'", "'" + name + "'");
+    }
+    if (h.window_bytes != a.window_bytes) {
+      return std::string(settings::kBuffSizeName) + ": must be the same on every rank of an id, " +
+             both(std::to_string(a.window_bytes >> 20) + " MB", std::to_string(h.window_bytes >> 20) + " MB");
+    }
+    for (const Member& o : members) {
+      if (o.hello.rank != h.rank) continue;
+      return "rank: must be unique among the ranks of an id, got " + std::to_string(h.rank) + " twice (pids " +
+             std::to_string(o.pid) + " and " + std::to_string(m.pid) + ")";
+    }
+    return {};
+  }
+
   // A rank's Hello, checked against the ranks already there.
   void on_hello(const Fresh& f, const Hello& h) {
-    if (phase != Phase::Joining) {
-      Reply r;
-      r.kind = wire::kAbort;
-      if (phase == Phase::Over) {
-        r.code = late_code;
-        wire::put(r.message, late_message);
-      } else {
-        r.code = static_cast<int32_t>(StatusCode::ParamInvalid);
-        wire::put(r.message, "rank: all " + std::to_string(nranks()) + " ranks of this id have joined already, got rank " +
-                                 std::to_string(h.rank) + " again (pid " + std::to_string(f.pid) + ")");
-      }
-      send_msg(f.fd, r);
-      ::close(f.fd);
-      return;
-    }
+    if (phase != Phase::Joining) return refuse_late(f, h);
     Member m;
     m.fd = f.fd;
     m.pid = f.pid;
@@ -168,59 +227,8 @@ struct Rendezvous {
     m.hello.name[wire::kNameBytes - 1] = '\0';
     m.hello.message[wire::kMessageBytes - 1] = '\0';
     const std::string name = wire::get(m.hello.name);
-    if (h.local_code != 0 || h.rank < 0 || h.rank >= h.nranks) {
-      // It returns its own error without waiting: tell the others.
-      int fd = m.fd;
-      close_fd(fd);
-      abort(StatusCode::RuntimeError, "rendezvous of communicator '" + name + "': a process (pid " +
-                                          std::to_string(f.pid) + ") joining as rank " + std::to_string(h.rank) +
-                                          " failed its own checks: " + wire::get(m.hello.message));
-      return;
-    }
-    // The fields a joining rank's own checks guarantee, checked again: the bytes come from
-    // another process. Before this check a Hello's wait_ms of 2^63 - 1 overflowed the
-    // deadline arithmetic (undefined; found by fuzz/fuzz_bootstrap_root.cpp), and an nranks
-    // of 2^31 - 1 would have made the message listing the missing ranks loop 2^31 times.
-    if (const std::string bad = hello_rule_broken(h); !bad.empty()) {
-      Reply r;
-      r.kind = wire::kAbort;
-      r.code = static_cast<int32_t>(StatusCode::ParamInvalid);
-      wire::put(r.message, "rendezvous: the id's creator cannot take this rank's Hello: " + bad);
-      send_msg(m.fd, r);
-      int fd = m.fd;
-      close_fd(fd);
-      abort(StatusCode::RuntimeError, "rendezvous of communicator '" + name + "': a process (pid " +
-                                          std::to_string(f.pid) + ") joining as rank " + std::to_string(h.rank) +
-                                          " sent a Hello the id's creator cannot take: " + bad);
-      return;
-    }
-    std::string mismatch;
-    if (!members.empty()) {
-      const Member& first = members[0];
-      const Hello& a = first.hello;
-      auto both = [&](const std::string& va, const std::string& vb) {
-        auto at = [](const Member& x) {
-          return " (rank " + std::to_string(x.hello.rank) + ", pid " + std::to_string(x.pid) + ")";
-        };
-        return "got " + va + at(first) + " and " + vb + at(m);
-      };
-      if (h.nranks != a.nranks) {
-        mismatch = "nranks: must be the same on every rank of an id, " +
-                   both(std::to_string(a.nranks), std::to_string(h.nranks));
-      } else if (name != comm_name()) {
-        mismatch = "name: must be the same on every rank of an id, " + both("'" + comm_name() + "'", "'" + name + "'");
-      } else if (h.window_bytes != a.window_bytes) {
-        mismatch = std::string(settings::kBuffSizeName) + ": must be the same on every rank of an id, " +
-                   both(std::to_string(a.window_bytes >> 20) + " MB", std::to_string(h.window_bytes >> 20) + " MB");
-      } else {
-        for (const Member& o : members) {
-          if (o.hello.rank != h.rank) continue;
-          mismatch = "rank: must be unique among the ranks of an id, got " + std::to_string(h.rank) + " twice (pids " +
-                     std::to_string(o.pid) + " and " + std::to_string(m.pid) + ")";
-          break;
-        }
-      }
-    }
+    if (rejected(m, name)) return;
+    const std::string mismatch = mismatch_of(m, name);
     members.push_back(m);
     if (!mismatch.empty()) {
       abort(StatusCode::ParamInvalid, mismatch);

@@ -41,13 +41,6 @@ StepShape rows_shape(const ExchangeSpec& spec, std::size_t rows) {
 }
 }  // namespace
 
-std::string no_room_message(const Communicator& c, const ExchangeSpec& spec) {
-  const std::size_t one_row = chunk_layout(c.size(), 1, spec.x_row_bytes, spec.s_row_bytes).total_bytes;
-  return std::string(c.transport()) + " transport: /dev/shm has no room for one row from each of " +
-         std::to_string(c.size()) + " ranks (" + std::to_string(one_row) + " bytes per slot, 2 slots per rank; " +
-         std::to_string(c.slot_capacity()) + " reserved): enlarge /dev/shm or use QCOLL_TRANSPORT=mpi";
-}
-
 std::size_t exchange_slot_bytes(const Communicator& c, const ExchangeSpec& spec) {
   const std::size_t rows = max_chunk_rows(c, spec);
   return rows == 0 ? 0 : chunk_layout(c.size(), rows, spec.x_row_bytes, spec.s_row_bytes).total_bytes;
@@ -56,7 +49,8 @@ std::size_t exchange_slot_bytes(const Communicator& c, const ExchangeSpec& spec)
 Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size_t shared_bytes,
                             Clock::time_point deadline) {
   if (spec.rows_per_rank == 0 && shared_bytes == 0) return Status::Ok();
-  return c.reserve(exchange_slot_bytes(c, spec), shared_bytes, deadline);
+  Window* w = c.window();
+  return w == nullptr ? Status::Ok() : w->reserve(exchange_slot_bytes(c, spec), shared_bytes, deadline);
 }
 
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
@@ -65,182 +59,273 @@ std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
   return spec.max_rows > 0 ? std::min(rows, spec.max_rows) : rows;
 }
 
-Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
-                Clock::time_point deadline, const RowProducer* produce, bool drain) {
-  if (spec.rows_per_rank == 0) return Status::Ok();
-  const bool async = c.async_transfers();
-  std::size_t max_rows = max_chunk_rows(c, spec);
-  if (max_rows == 0) {
-    return Status::Error(StatusCode::ParamInvalid, window_too_small_message(c.window_bytes(), c.size(), spec));
+namespace {
+// One exchange (see exchange() in collectives.hpp): the chunking, decided once by plan(),
+// then the steps, chunk i in steps_[i % depth_].
+class ExchangeRun {
+ public:
+  ExchangeRun(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline,
+              const RowProducer* produce)
+      : c_(c), spec_(spec), consume_(consume), deadline_(deadline), produce_(produce), n_(c.size()), me_(c.rank()),
+        async_(c.async_transfers()), xs_(n_), ss_(n_), px_(n_), ps_(n_) {}
+
+  Status plan();
+  Status run(bool drain);
+
+ private:
+  std::size_t rows_of(std::size_t i) const { return std::min(max_rows_, spec_.rows_per_rank - i * max_rows_); }
+  // The first row of block d (same_rows: of the rows themselves) in the input.
+  std::size_t block_row(int d) const { return spec_.same_rows ? 0 : static_cast<std::size_t>(d) * spec_.rows_per_rank; }
+  Status start(std::size_t i);
+  Status fill(Communicator::Step s, int d, std::size_t row0, std::size_t rows);
+  void find_sources(Communicator::Step s, std::size_t row0);
+  Status consume_chunk(std::size_t i, Communicator::Step s);
+
+  Communicator& c_;
+  const ExchangeSpec& spec_;
+  const ChunkConsumer& consume_;
+  const Clock::time_point deadline_;
+  const RowProducer* produce_;
+  const int n_, me_;
+  const bool async_;
+  std::size_t max_rows_ = 0, nchunks_ = 0, depth_ = 2;
+  bool exposed_ = false, own_in_place_ = false;
+  Status local_;  // the first error of produce or consume; the protocol goes on regardless
+  std::vector<Communicator::Step> steps_;
+  std::vector<const uint8_t*> xs_, ss_, px_, ps_;
+};
+
+Status ExchangeRun::plan() {
+  const std::size_t xrb = spec_.x_row_bytes, srb = spec_.s_row_bytes, rpr = spec_.rows_per_rank;
+  max_rows_ = max_chunk_rows(c_, spec_);
+  if (max_rows_ == 0) {
+    return Status::Error(StatusCode::ParamInvalid, window_too_small_message(c_.window_bytes(), n_, spec_));
   }
-  const int n = c.size(), me = c.rank();
-  const std::size_t xrb = spec.x_row_bytes, srb = spec.s_row_bytes, rpr = spec.rows_per_rank;
-  if (Status st = reserve_for_exchange(c, spec, 0, deadline); !st.ok()) return st;
-  max_rows = std::min(max_rows, max_rows_for_part(c.slot_capacity() / static_cast<std::size_t>(n), xrb, srb, rpr));
-  if (max_rows == 0) return Status::Error(StatusCode::InnerError, no_room_message(c, spec));
-  if (async) max_rows = async_chunk_rows(spec, max_rows, c.min_chunk_part_bytes());
-  const bool exposed = produce == nullptr && c.can_expose();
-  const bool own_in_place = produce == nullptr && c.own_part_in_place();
-  const std::size_t nchunks = (rpr + max_rows - 1) / max_rows;
-  auto rows_of = [&](std::size_t i) { return std::min(max_rows, rpr - i * max_rows); };
-
-  Status local;  // the first error of produce or consume; the protocol goes on regardless
-  // Steps in flight: chunk i uses steps[i % depth]. Asynchronous transports start chunks
-  // i+1 .. i+depth-1 before chunk i is consumed; the others fill chunk i+1 after chunk i is
-  // released (depth 2).
-  const std::size_t depth =
-      async ? static_cast<std::size_t>(std::max(2, c.max_steps_in_flight())) : std::size_t{2};
-  std::vector<Communicator::Step> steps(depth, 0);
-  auto start = [&](std::size_t i) -> Status {
-    const std::size_t row0 = i * max_rows, rows = rows_of(i);
-    Communicator::Step s = 0;
-    if (Status st = c.begin_step(rows_shape(spec, rows), "exchanging data", deadline, &s); !st.ok()) return st;
-    for (int d = 0; d < (spec.same_rows ? 1 : n); ++d) {  // same_rows: one part, for every rank
-      if (d == me && own_in_place && !spec.same_rows) continue;  // read from the input below
-      const std::size_t src_row = (spec.same_rows ? 0 : static_cast<std::size_t>(d) * rpr) + row0;
-      if (exposed) {
-        PartView v;
-        v.seg[0] = spec.x + src_row * xrb;
-        v.seg[1] = spec.scales + src_row * srb;
-        c.expose(s, d, v);
-        continue;
-      }
-      const PartRegion part = c.region(s, d);
-      if (produce != nullptr) {
-        if (local.ok()) local = (*produce)(d, row0, rows, part);  // after a failure: send what is there
-      } else {
-        std::memcpy(part.seg[0], spec.x + src_row * xrb, rows * xrb);
-        std::memcpy(part.seg[1], spec.scales + src_row * srb, rows * srb);
-      }
-      if (async) {
-        if (Status st = c.progress(); !st.ok()) return st;
-      }
+  if (Window* w = c_.window()) {
+    if (!spec_.reserved) {
+      if (Status st = reserve_for_exchange(c_, spec_, 0, deadline_); !st.ok()) return st;
     }
-    steps[i % depth] = s;
-    return c.publish(s);
-  };
+    max_rows_ = std::min(max_rows_, max_rows_for_part(w->slot_capacity() / static_cast<std::size_t>(n_), xrb, srb, rpr));
+    if (max_rows_ == 0) return Status::Error(StatusCode::InnerError, w->no_room_message(chunk_layout(n_, 1, xrb, srb).total_bytes));
+  }
+  if (async_) max_rows_ = async_chunk_rows(spec_, max_rows_, c_.min_chunk_part_bytes());
+  exposed_ = produce_ == nullptr && c_.can_expose();
+  own_in_place_ = produce_ == nullptr && c_.own_part_in_place();
+  nchunks_ = (rpr + max_rows_ - 1) / max_rows_;
+  // Asynchronous transports start chunks i+1 .. i+depth-1 before chunk i is consumed; the
+  // others fill chunk i+1 after chunk i is released (depth 2).
+  depth_ = async_ ? static_cast<std::size_t>(std::max(2, c_.max_steps_in_flight())) : std::size_t{2};
+  steps_.assign(depth_, 0);
+  return Status::Ok();
+}
 
-  std::vector<const uint8_t*> xs(n), ss(n), px(n), ps(n);
+// Fills (or exposes) this rank's part for destination d of a step.
+Status ExchangeRun::fill(Communicator::Step s, int d, std::size_t row0, std::size_t rows) {
+  const std::size_t xrb = spec_.x_row_bytes, srb = spec_.s_row_bytes;
+  const std::size_t src_row = block_row(d) + row0;
+  if (exposed_) {
+    PartView v;
+    v.seg[0] = spec_.x + src_row * xrb;
+    v.seg[1] = spec_.scales + src_row * srb;
+    c_.expose(s, d, v);
+    return Status::Ok();
+  }
+  const PartRegion part = c_.region(s, d);
+  if (produce_ != nullptr) {
+    if (local_.ok()) local_ = (*produce_)(d, row0, rows, part);  // after a failure: send what is there
+  } else {
+    std::memcpy(part.seg[0], spec_.x + src_row * xrb, rows * xrb);
+    std::memcpy(part.seg[1], spec_.scales + src_row * srb, rows * srb);
+  }
+  return async_ ? c_.progress() : Status::Ok();
+}
+
+Status ExchangeRun::start(std::size_t i) {
+  const std::size_t row0 = i * max_rows_, rows = rows_of(i);
+  Communicator::Step s = 0;
+  if (Status st = c_.begin_step(rows_shape(spec_, rows), "exchanging data", deadline_, &s); !st.ok()) return st;
+  for (int d = 0; d < (spec_.same_rows ? 1 : n_); ++d) {      // same_rows: one part, for every rank
+    if (d == me_ && own_in_place_ && !spec_.same_rows) continue;  // read from the input when consumed
+    if (Status st = fill(s, d, row0, rows); !st.ok()) return st;
+  }
+  steps_[i % depth_] = s;
+  return c_.publish(s);
+}
+
+// xs_, ss_: where each source's rows of the chunk starting at row0 are.
+void ExchangeRun::find_sources(Communicator::Step s, std::size_t row0) {
+  for (int k = 0; k < n_; ++k) {
+    if (k == me_ && own_in_place_) {
+      const std::size_t my_row = block_row(me_) + row0;
+      xs_[k] = spec_.x + my_row * spec_.x_row_bytes;
+      ss_[k] = spec_.scales + my_row * spec_.s_row_bytes;
+    } else {
+      const PartView v = c_.view(s, k);
+      xs_[k] = v.seg[0];
+      ss_[k] = v.seg[1];
+    }
+  }
+}
+
+// Consumes chunk i (received in step s); asynchronous transports in pieces of about
+// kPieceBytes per source, with progress() between them.
+Status ExchangeRun::consume_chunk(std::size_t i, Communicator::Step s) {
+  const std::size_t xrb = spec_.x_row_bytes, srb = spec_.s_row_bytes;
+  const std::size_t row0 = i * max_rows_, rows = rows_of(i);
+  find_sources(s, row0);
+  const std::size_t pieces = async_ ? std::max<std::size_t>(1, (rows * xrb + kPieceBytes - 1) / kPieceBytes) : 1;
+  const std::size_t piece_rows = (rows + pieces - 1) / pieces;
+  for (std::size_t r = 0; r < rows && local_.ok(); r += piece_rows) {
+    for (int k = 0; k < n_; ++k) {
+      px_[k] = xs_[k] + r * xrb;
+      ps_[k] = ss_[k] + r * srb;
+    }
+    Chunk ch;
+    ch.row_begin = row0 + r;
+    ch.rows = std::min(piece_rows, rows - r);
+    ch.x = px_.data();
+    ch.scales = ps_.data();
+    local_ = consume_(ch);
+    if (async_) {
+      if (Status st = c_.progress(); !st.ok()) return st;
+    }
+  }
+  return Status::Ok();
+}
+
+Status ExchangeRun::run(bool drain) {
   // Asynchronous transfers: chunks i+1 .. i+depth-1 move while chunk i is consumed, in
   // pieces with progress() between them. Otherwise the peers read in place: fill chunk i+1
   // once chunk i is consumed and released, so that no rank waits for a slow peer before it
   // consumes.
-  const std::size_t ahead = async ? depth - 1 : 1;  // chunks started before chunk 0 is waited for
-  for (std::size_t i = 0; i < std::min(ahead, nchunks); ++i) {
+  const std::size_t ahead = async_ ? depth_ - 1 : 1;  // chunks started before chunk 0 is waited for
+  for (std::size_t i = 0; i < std::min(ahead, nchunks_); ++i) {
     if (Status st = start(i); !st.ok()) return st;
   }
-  for (std::size_t i = 0; i < nchunks; ++i) {
-    const Communicator::Step s = steps[i % depth];
-    const bool next = i + 1 < nchunks;
-    if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
-    if (async && i + ahead < nchunks) {
+  for (std::size_t i = 0; i < nchunks_; ++i) {
+    const Communicator::Step s = steps_[i % depth_];
+    if (Status st = c_.wait_step(s, deadline_); !st.ok()) return st;
+    if (async_ && i + ahead < nchunks_) {
       if (Status st = start(i + ahead); !st.ok()) return st;
     }
-    if (local.ok()) {
-      const std::size_t row0 = i * max_rows, rows = rows_of(i);
-      for (int k = 0; k < n; ++k) {
-        if (k == me && own_in_place) {
-          const std::size_t my_row = (spec.same_rows ? 0 : static_cast<std::size_t>(me) * rpr) + row0;
-          xs[k] = spec.x + my_row * xrb;
-          ss[k] = spec.scales + my_row * srb;
-        } else {
-          const PartView v = c.view(s, k);
-          xs[k] = v.seg[0];
-          ss[k] = v.seg[1];
-        }
-      }
-      const std::size_t pieces = async ? std::max<std::size_t>(1, (rows * xrb + kPieceBytes - 1) / kPieceBytes) : 1;
-      const std::size_t piece_rows = (rows + pieces - 1) / pieces;
-      for (std::size_t r = 0; r < rows && local.ok(); r += piece_rows) {
-        for (int k = 0; k < n; ++k) {
-          px[k] = xs[k] + r * xrb;
-          ps[k] = ss[k] + r * srb;
-        }
-        Chunk ch;
-        ch.row_begin = row0 + r;
-        ch.rows = std::min(piece_rows, rows - r);
-        ch.x = px.data();
-        ch.scales = ps.data();
-        local = consume(ch);
-        if (async) {
-          if (Status st = c.progress(); !st.ok()) return st;
-        }
-      }
+    if (local_.ok()) {
+      if (Status st = consume_chunk(i, s); !st.ok()) return st;
     }
-    if (Status st = c.release(s); !st.ok()) return st;
-    if (!async && next) {
+    if (Status st = c_.release(s); !st.ok()) return st;
+    if (!async_ && i + 1 < nchunks_) {
       if (Status st = start(i + 1); !st.ok()) return st;
     }
   }
   if (drain) {
-    if (Status st = c.drain(deadline); !st.ok()) return st;
+    if (Status st = c_.drain(deadline_); !st.ok()) return st;
   }
-  return local;
+  return local_;
 }
 
-Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline) {
-  auto* base = static_cast<uint8_t*>(buf);
-  const int n = c.size(), me = c.rank();
-  std::size_t window_piece = std::min(c.max_part_bytes(StepShape::Kind::Same), block_bytes);
-  if (block_bytes > 0) {
-    if (Status st = c.reserve(window_piece, 0, deadline); !st.ok()) return st;
-    window_piece = std::min(window_piece, c.slot_capacity() / kSegmentAlign * kSegmentAlign);
+// One in-place all-gather (see allgather_blocks() in collectives.hpp), piece i in
+// steps_[i % depth_].
+class GatherRun {
+ public:
+  GatherRun(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline)
+      : c_(c), base_(static_cast<uint8_t*>(buf)), block_bytes_(block_bytes), deadline_(deadline), n_(c.size()),
+        me_(c.rank()), async_(c.async_transfers()) {}
+
+  Status plan();
+  Status run();
+
+ private:
+  std::size_t offset(std::size_t i) const { return i * piece_max_; }
+  std::size_t piece(std::size_t i) const { return std::min(piece_max_, block_bytes_ - offset(i)); }
+  Status start(std::size_t i);
+
+  Communicator& c_;
+  uint8_t* const base_;
+  const std::size_t block_bytes_;
+  const Clock::time_point deadline_;
+  const int n_, me_;
+  const bool async_;
+  std::size_t piece_max_ = 0, npieces_ = 0, depth_ = 1;
+  std::vector<Communicator::Step> steps_;
+};
+
+Status GatherRun::plan() {
+  std::size_t window_piece = std::min(c_.max_part_bytes(StepShape::Kind::Same), block_bytes_);
+  if (Window* w = c_.window()) {
+    if (Status st = w->reserve(window_piece, 0, deadline_); !st.ok()) return st;
+    window_piece = std::min(window_piece, w->slot_capacity() / kSegmentAlign * kSegmentAlign);
   }
-  if (block_bytes > 0 && window_piece == 0) {
+  if (window_piece == 0) {
     return Status::Error(StatusCode::InnerError, "the window cannot hold any part of an all-gather");
   }
-  if (block_bytes == 0) return c.drain(deadline);
   // Asynchronous transports: about kTargetChunks pieces (>= min_chunk_part_bytes() each), up to
   // max_steps_in_flight() of them moving while an earlier one is copied out. Otherwise one
   // piece after the other, as large as the window takes.
-  const bool async = c.async_transfers();
-  std::size_t piece_max = window_piece;
-  if (async) {
-    const std::size_t wanted = round_up(std::max(c.min_chunk_part_bytes(), (block_bytes + kTargetChunks - 1) / kTargetChunks),
-                                        kSegmentAlign);
-    piece_max = std::min(piece_max, wanted);
+  piece_max_ = window_piece;
+  if (async_) {
+    const std::size_t wanted = round_up(
+        std::max(c_.min_chunk_part_bytes(), (block_bytes_ + kTargetChunks - 1) / kTargetChunks), kSegmentAlign);
+    piece_max_ = std::min(piece_max_, wanted);
   }
-  const std::size_t npieces = (block_bytes + piece_max - 1) / piece_max;
-  const std::size_t depth = async ? static_cast<std::size_t>(std::max(2, c.max_steps_in_flight())) : 1;
-  std::vector<Communicator::Step> steps(depth, 0);
-  auto start = [&](std::size_t i) -> Status {
-    const std::size_t off = i * piece_max, piece = std::min(piece_max, block_bytes - off);
-    StepShape shape;
-    shape.kind = StepShape::Kind::Same;
-    shape.seg_bytes[0] = piece;
-    Communicator::Step s = 0;
-    if (Status st = c.begin_step(shape, "gathering results", deadline, &s); !st.ok()) return st;
-    const uint8_t* mine = base + static_cast<std::size_t>(me) * block_bytes + off;
-    if (c.can_expose()) {
-      PartView v;
-      v.seg[0] = mine;
-      c.expose(s, 0, v);
-    } else {
-      std::memcpy(c.region(s, 0).seg[0], mine, piece);
-    }
-    steps[i % depth] = s;
-    return c.publish(s);
-  };
-  const std::size_t ahead = async ? depth - 1 : 1;
-  for (std::size_t i = 0; i < std::min(ahead, npieces); ++i) {
+  npieces_ = (block_bytes_ + piece_max_ - 1) / piece_max_;
+  depth_ = async_ ? static_cast<std::size_t>(std::max(2, c_.max_steps_in_flight())) : 1;
+  steps_.assign(depth_, 0);
+  return Status::Ok();
+}
+
+Status GatherRun::start(std::size_t i) {
+  StepShape shape;
+  shape.kind = StepShape::Kind::Same;
+  shape.seg_bytes[0] = piece(i);
+  Communicator::Step s = 0;
+  if (Status st = c_.begin_step(shape, "gathering results", deadline_, &s); !st.ok()) return st;
+  const uint8_t* mine = base_ + static_cast<std::size_t>(me_) * block_bytes_ + offset(i);
+  if (c_.can_expose()) {
+    PartView v;
+    v.seg[0] = mine;
+    c_.expose(s, 0, v);
+  } else {
+    std::memcpy(c_.region(s, 0).seg[0], mine, piece(i));
+  }
+  steps_[i % depth_] = s;
+  return c_.publish(s);
+}
+
+Status GatherRun::run() {
+  const std::size_t ahead = async_ ? depth_ - 1 : 1;
+  for (std::size_t i = 0; i < std::min(ahead, npieces_); ++i) {
     if (Status st = start(i); !st.ok()) return st;
   }
-  for (std::size_t i = 0; i < npieces; ++i) {
-    const Communicator::Step s = steps[i % depth];
-    if (Status st = c.wait_step(s, deadline); !st.ok()) return st;
-    if (i + ahead < npieces && async) {
+  for (std::size_t i = 0; i < npieces_; ++i) {
+    const Communicator::Step s = steps_[i % depth_];
+    if (Status st = c_.wait_step(s, deadline_); !st.ok()) return st;
+    if (i + ahead < npieces_ && async_) {
       if (Status st = start(i + ahead); !st.ok()) return st;
     }
-    const std::size_t off = i * piece_max, piece = std::min(piece_max, block_bytes - off);
-    for (int k = 0; k < n; ++k) {
-      if (k != me) std::memcpy(base + static_cast<std::size_t>(k) * block_bytes + off, c.view(s, k).seg[0], piece);
+    for (int k = 0; k < n_; ++k) {
+      if (k != me_) std::memcpy(base_ + static_cast<std::size_t>(k) * block_bytes_ + offset(i), c_.view(s, k).seg[0], piece(i));
     }
-    if (Status st = c.release(s); !st.ok()) return st;
-    if (i + ahead < npieces && !async) {
+    if (Status st = c_.release(s); !st.ok()) return st;
+    if (i + ahead < npieces_ && !async_) {
       if (Status st = start(i + ahead); !st.ok()) return st;
     }
   }
-  return c.drain(deadline);
+  return c_.drain(deadline_);
+}
+}  // namespace
+
+Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
+                Clock::time_point deadline, const RowProducer* produce, bool drain) {
+  if (spec.rows_per_rank == 0) return Status::Ok();
+  ExchangeRun run(c, spec, consume, deadline, produce);
+  if (Status st = run.plan(); !st.ok()) return st;
+  return run.run(drain);
+}
+
+Status allgather_blocks(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline) {
+  if (block_bytes == 0) return c.drain(deadline);
+  GatherRun run(c, buf, block_bytes, deadline);
+  if (Status st = run.plan(); !st.ok()) return st;
+  return run.run();
 }
 
 }  // namespace qcoll::comm

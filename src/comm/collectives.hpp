@@ -25,6 +25,9 @@ struct ExchangeSpec {
   std::size_t rows_per_rank = 0;
   std::size_t max_rows = 0;  // at most this many rows per chunk (0: as many as the transport takes)
   bool same_rows = false;    // every rank receives the same rows (all of them) from every rank
+  // The caller already reserved the window for this spec (reserve_for_exchange, on every
+  // rank): exchange() does not reserve a second time.
+  bool reserved = false;
 };
 
 // A piece of the received data: rows [row_begin, row_begin + rows) of this rank's block,
@@ -54,13 +57,11 @@ std::size_t exchange_slot_bytes(const Communicator& c, const ExchangeSpec& spec)
 
 // Collective (the same arguments on every rank, after the call agreement): reserves the
 // window memory an exchange of spec needs, and a shared block of shared_bytes per rank
-// (Communicator::reserve; a no-op where the transport needs none). exchange() reserves its
-// slots itself; call this first to take the shared block in the same step.
+// (Window::reserve; a no-op where the transport has no Window). exchange() reserves its
+// slots itself unless spec.reserved; call this first (then set spec.reserved) to take the
+// shared block in the same step, so that the call reserves once.
 Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size_t shared_bytes,
                             Clock::time_point deadline);
-
-// The message for a window memory reservation that cannot hold one row from every rank.
-std::string no_room_message(const Communicator& c, const ExchangeSpec& spec);
 
 // Calls `consume` for consecutive chunks covering this rank's rows_per_rank rows; sources
 // stay valid only during the call to consume (on MPI chunk i+1 moves meanwhile).

@@ -3,7 +3,9 @@
 // fixed-size records, and numbered data steps over per-rank slots; it knows no collective
 // and no operator. The chunked reduce-scatter exchange and the all-gather are written once
 // over these primitives (comm/collectives.hpp); the call agreement lives in ops/.
-// Implementations: threads of one process (thread_group), shared memory, MPI.
+// Implementations: threads of one process (thread_group), shared memory, MPI, the caller's
+// collectives (external). What a transport is like (Traits) is data, not code; what only some
+// transports have (window memory, Window) is a capability asked for (window()), not assumed.
 //
 // Data steps. Every rank runs the same sequence of steps (a records all-gather counts as a
 // step too). One data step, on every rank:
@@ -80,6 +82,68 @@ struct StepShape {
   }
 };
 
+// What a transport is like: fixed for the life of a communicator (Communicator::traits()).
+struct Traits {
+  // Ranks of this communicator that run on this host (they share its cores); 0: the
+  // transport cannot tell (then every rank counts, size()).
+  int local_size = 0;
+  // Hosts the ranks run on (the same on every rank), and whether a Same step (an
+  // all-gather) crosses to each other host once rather than once per rank there.
+  int hosts = 1;
+  bool same_once_per_host = false;
+  // Bytes of the staging window per rank (HCCL_BUFFSIZE), or 0 when the transport reads
+  // peers' buffers directly (then contract.md §rule-11 does not apply).
+  std::size_t window_bytes = 0;
+  // A rank may expose() memory of its own instead of filling region(): its peers then read
+  // that memory in place (zero copy).
+  bool can_expose = false;
+  // The part a rank addresses to itself never moves: the caller reads its own data where it
+  // is, and region(s, rank()) need not be filled.
+  bool own_part_in_place = true;
+  // publish() starts a transfer that runs while the caller works on an earlier step,
+  // advancing while the caller calls progress() (MPI): start the next step before consuming
+  // this one, and call progress() now and then meanwhile. Otherwise (peers read slots in
+  // place) fill the next step after this one is consumed and released.
+  bool async_transfers = false;
+  // Steps that may be begun and not yet released (>= 2).
+  int max_steps_in_flight = 2;
+  // Asynchronous transports: the least bytes of one part (one peer's message) when the
+  // collectives cut a step into chunks (the same on every rank).
+  std::size_t min_chunk_part_bytes = std::size_t{64} << 10;
+  // A data step can fail after a successful agreement (a peer process dies mid-call). The
+  // operators then reduce into a staging buffer and write the user's output only after
+  // every rank confirmed success, so no output is partly written.
+  bool may_fail_mid_call = false;
+};
+
+// Window memory in proportion to use: a capability of the transports whose windows live in
+// memory the system may run short of (shm: /dev/shm). Ask Communicator::window(); nullptr:
+// the transport has none, its slots are unbounded and it has no shared blocks.
+class Window {
+ public:
+  virtual ~Window() = default;
+  // Collective, with the same arguments on every rank, after the call agreement: makes every
+  // rank's slots hold at least slot_bytes (at most half the window) and its shared block at
+  // least shared_bytes (where it fits beside the slots), growing the reservation when needed
+  // (then one records step, so that every rank knows what every rank got). Where the system
+  // has no room, the ranks settle on what all of them got: slot_capacity() and
+  // shared_capacity() may then be smaller than asked, and the caller moves smaller chunks or
+  // stages elsewhere. Capacities never shrink, except that a larger slot may take the shared
+  // block's room. RUNTIME_ERROR on a transport failure.
+  virtual Status reserve(std::size_t slot_bytes, std::size_t shared_bytes, Clock::time_point deadline) = 0;
+  // Bytes of one slot that data steps may use now.
+  virtual std::size_t slot_capacity() const = 0;
+  // The shared block of rank k (shared_capacity() bytes, 0: none): written by k alone, read
+  // by every rank in place. The owner may write it again only once every rank has begun a
+  // step after it last read the block (e.g. the next call's agreement).
+  virtual std::size_t shared_capacity() const = 0;
+  virtual uint8_t* shared_block(int k) const = 0;
+  // The message of the error when the reserved slots cannot hold one row from every rank
+  // (`slot_bytes_needed`: one such chunk's bytes per slot), in the transport's own words:
+  // what ran short and what the user can do.
+  virtual std::string no_room_message(std::size_t slot_bytes_needed) const = 0;
+};
+
 class Communicator {
  public:
   using Step = uint64_t;
@@ -90,17 +154,7 @@ class Communicator {
   virtual int size() const = 0;
   virtual const std::string& name() const = 0;
   virtual const char* transport() const = 0;  // "threads", "shm", "mpi"
-  // Ranks of this communicator that run on this host (they share its cores). Transports
-  // that cannot tell return size().
-  virtual int local_size() const { return size(); }
-  // Hosts the ranks run on (the same on every rank), and whether a Same step (an
-  // all-gather) crosses to each other host once rather than once per rank there.
-  virtual int hosts() const { return 1; }
-  virtual bool same_once_per_host() const { return false; }
-
-  // Bytes of the staging window per rank (HCCL_BUFFSIZE), or 0 when the transport reads
-  // peers' buffers directly (then contract.md §rule-11 does not apply).
-  virtual std::size_t window_bytes() const { return 0; }
+  virtual Traits traits() const { return {}; }
 
   // ---- A small all-gather of fixed-size records (bytes <= kMaxRecordBytes, the same on
   // every rank): `all` receives size() records in rank order. RUNTIME_ERROR when a peer does
@@ -116,23 +170,6 @@ class Communicator {
     (void)kind;
     return SIZE_MAX;
   }
-  // True when a rank may expose() memory of its own instead of filling region(): its peers
-  // then read that memory in place (zero copy).
-  virtual bool can_expose() const { return false; }
-  // True when the part a rank addresses to itself never moves: the caller reads its own
-  // data where it is, and region(s, rank()) need not be filled.
-  virtual bool own_part_in_place() const { return true; }
-  // True when publish() starts a transfer that runs while the caller works on an earlier
-  // step, advancing while the caller calls progress() (MPI): start the next step before
-  // consuming this one, and call progress() now and then meanwhile. Otherwise (peers read
-  // slots in place) fill the next step after this one is consumed and released.
-  virtual bool async_transfers() const { return false; }
-  // Steps that may be begun and not yet released (>= 2).
-  virtual int max_steps_in_flight() const { return 2; }
-  // Asynchronous transports: the least bytes of one part (one peer's message) when the
-  // collectives cut a step into chunks (the same on every rank).
-  virtual std::size_t min_chunk_part_bytes() const { return std::size_t{64} << 10; }
-
   virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline,
                             Step* step) = 0;
   // This rank's writable part for destination `dest` (Same steps: any dest, one part).
@@ -155,41 +192,28 @@ class Communicator {
     return Status::Ok();
   }
 
-  // ---- Window memory in proportion to use (transports whose windows live in /dev/shm).
-  // Collective, with the same arguments on every rank, after the call agreement: makes every
-  // rank's slots hold at least slot_bytes (at most half the window) and its shared block at
-  // least shared_bytes (where it fits beside the slots), growing the reservation when needed
-  // (then one records step, so that every rank knows what every rank got). Where the system
-  // has no room, the ranks settle on what all of them got: slot_capacity() and
-  // shared_capacity() may then be smaller than asked, and the caller moves smaller chunks or
-  // stages elsewhere. Capacities never shrink, except that a larger slot may take the shared
-  // block's room. RUNTIME_ERROR on a transport failure.
-  virtual Status reserve(std::size_t slot_bytes, std::size_t shared_bytes, Clock::time_point deadline) {
-    (void)slot_bytes;
-    (void)shared_bytes;
-    (void)deadline;
-    return Status::Ok();
-  }
-  // Bytes of one slot that data steps may use now (unbounded transports: SIZE_MAX).
-  virtual std::size_t slot_capacity() const { return SIZE_MAX; }
-  // The shared block of rank k (shared_capacity() bytes, 0: none): written by k alone, read
-  // by every rank in place. The owner may write it again only once every rank has begun a
-  // step after it last read the block (e.g. the next call's agreement).
-  virtual std::size_t shared_capacity() const { return 0; }
-  virtual uint8_t* shared_block(int k) const {
-    (void)k;
-    return nullptr;
-  }
-
-  // True when a data step can fail after a successful agreement (a peer process dies
-  // mid-call). The operators then reduce into a staging buffer and write the user's output
-  // only after every rank confirmed success, so no output is partly written.
-  virtual bool may_fail_mid_call() const { return false; }
-
   // True while the communicator can be used; false after a failure that left peers out of
   // step (a timeout). broken_reason() says why.
   virtual bool usable() const { return true; }
   virtual std::string broken_reason() const { return {}; }
+
+  // ---- Capabilities, asked for: window memory (nullptr: none, see Window).
+  virtual Window* window() { return nullptr; }
+
+  // ---- The traits, one by one (see Traits).
+  int local_size() const {
+    const int l = traits().local_size;
+    return l > 0 ? l : size();
+  }
+  int hosts() const { return traits().hosts; }
+  bool same_once_per_host() const { return traits().same_once_per_host; }
+  std::size_t window_bytes() const { return traits().window_bytes; }
+  bool can_expose() const { return traits().can_expose; }
+  bool own_part_in_place() const { return traits().own_part_in_place; }
+  bool async_transfers() const { return traits().async_transfers; }
+  int max_steps_in_flight() const { return traits().max_steps_in_flight; }
+  std::size_t min_chunk_part_bytes() const { return traits().min_chunk_part_bytes; }
+  bool may_fail_mid_call() const { return traits().may_fail_mid_call; }
 };
 
 }  // namespace qcoll::comm

@@ -57,6 +57,7 @@ class ExternalCommunicator final : public Communicator {
   int size() const override { return nranks_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "external"; }
+  Traits traits() const override { return {.may_fail_mid_call = true}; }
 
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
   Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
@@ -66,7 +67,6 @@ class ExternalCommunicator final : public Communicator {
   PartView view(Step s, int src) const override;
   Status release(Step s) override;
 
-  bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return !broken_; }
   std::string broken_reason() const override { return broken_reason_; }
 

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "comm/process_info.hpp"
+#include "comm/text.hpp"
 #include "comm/window_plan.hpp"
 
 namespace qcoll::comm {
@@ -44,18 +45,6 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex words ar
 // Slots grow in steps of this many bytes (fewer growth steps for sizes that creep up).
 constexpr std::size_t kGrowAlign = std::size_t{64} << 10;
 
-std::string mb_text(std::size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
-
-std::string seconds_text(Clock::duration d) {
-  const double s = std::chrono::duration<double>(d).count();
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", s);
-  return buf;
-}
 }  // namespace
 
 std::size_t ShmCommunicator::controls_offset() { return round_up(sizeof(Header), 128); }
@@ -300,63 +289,39 @@ Status ShmCommunicator::grow(std::size_t offset, std::size_t len, bool* no_space
   return s;
 }
 
-Status ShmCommunicator::reserve(std::size_t slot_need, std::size_t shared_need, Clock::time_point deadline) {
-  if (broken_) return broken_status();
+std::size_t ShmCommunicator::grow_slots(std::size_t target, bool* no_space, std::string* why) {
+  if (own_slot_ >= target) return target;
   const std::size_t half = slot_bytes();
-  slot_need = std::min(round_up(slot_need, kGrowAlign), half);
-  shared_need = round_up(shared_need, kPage);
-  if (shared_need > half - std::max(slot_need, slot_cap_)) shared_need = 0;  // does not fit beside the slots
-  if (slot_need <= slot_cap_ && shared_need <= shared_cap_) return Status::Ok();
-
-  // Every rank takes this branch (the same arguments and agreed capacities on every rank).
-  const std::size_t slot_target = std::max(slot_need, slot_cap_);
-  const std::size_t shared_target = std::max(shared_need, std::min(shared_cap_, half - slot_target));
-  bool no_space = false;
-  std::string why;
-  std::size_t got_slot = slot_cap_;
-  if (own_slot_ >= slot_target) {
-    got_slot = slot_target;
-  } else {
-    // As much as /dev/shm gives, halving down to what every rank has already.
-    for (std::size_t t = slot_target; t > slot_cap_ && t > own_slot_; t = round_up(t / 2, kGrowAlign)) {
-      Status a;
-      for (int p = 0; p < 2 && a.ok(); ++p) {
-        if (own_ext_[p] >= t) continue;  // a slot may be ahead of the other after a failure
-        a = grow(p * half + own_ext_[p], t - own_ext_[p], &no_space);
-        if (a.ok()) own_ext_[p] = t;
-      }
-      if (a.ok()) {
-        own_slot_ = t;
-        got_slot = t;
-        break;
-      }
-      why = a.message;
-      if (!no_space || t <= kGrowAlign) break;
+  // As much as /dev/shm gives, halving down to what every rank has already.
+  for (std::size_t t = target; t > slot_cap_ && t > own_slot_; t = round_up(t / 2, kGrowAlign)) {
+    Status a;
+    for (int p = 0; p < 2 && a.ok(); ++p) {
+      if (own_ext_[p] >= t) continue;  // a slot may be ahead of the other after a failure
+      a = grow(p * half + own_ext_[p], t - own_ext_[p], no_space);
+      if (a.ok()) own_ext_[p] = t;
     }
-    got_slot = std::max(got_slot, std::min(own_slot_, slot_target));
-  }
-  std::size_t got_shared = std::min(own_shared_, shared_target);
-  if (own_shared_ < shared_target) {
-    Status a = grow(window_bytes_ - shared_target, shared_target - own_shared_, &no_space);
     if (a.ok()) {
-      own_shared_ = shared_target;
-      got_shared = shared_target;
-    } else {
-      why = a.message;
+      own_slot_ = t;
+      return t;
     }
+    *why = a.message;
+    if (!*no_space || t <= kGrowAlign) break;
   }
-  got_shared = std::min(got_shared, half - got_slot);
+  return std::max(slot_cap_, std::min(own_slot_, target));
+}
 
-  uint64_t mine[2] = {got_slot, got_shared};
-  std::vector<uint64_t> all(2 * static_cast<std::size_t>(nranks_));
-  if (Status st = allgather_records(mine, sizeof mine, all.data(), deadline); !st.ok()) return st;
-  std::size_t slot = SIZE_MAX, shared = SIZE_MAX;
-  for (int k = 0; k < nranks_; ++k) {
-    slot = std::min<std::size_t>(slot, all[2 * k]);
-    shared = std::min<std::size_t>(shared, all[2 * k + 1]);
+std::size_t ShmCommunicator::grow_shared(std::size_t target, bool* no_space, std::string* why) {
+  if (own_shared_ >= target) return target;
+  Status a = grow(window_bytes_ - target, target - own_shared_, no_space);
+  if (!a.ok()) {
+    *why = a.message;
+    return own_shared_;
   }
-  slot_cap_ = slot;
-  shared_cap_ = shared;
+  own_shared_ = target;
+  return target;
+}
+
+void ShmCommunicator::warn_no_room(std::size_t slot_need, std::size_t shared_need, const std::string& why) {
   if (slot_cap_ < slot_need && !warned_slot_) {
     warned_slot_ = true;
     std::fprintf(stderr,
@@ -372,7 +337,44 @@ Status ShmCommunicator::reserve(std::size_t slot_need, std::size_t shared_need, 
                  "results are staged in process memory and gathered through the slots (slower)\n",
                  name_.c_str(), mb_text(shared_need).c_str(), why.empty() ? "" : ": ", why.c_str());
   }
+}
+
+Status ShmCommunicator::reserve(std::size_t slot_need, std::size_t shared_need, Clock::time_point deadline) {
+  if (broken_) return broken_status();
+  const std::size_t half = slot_bytes();
+  slot_need = std::min(round_up(slot_need, kGrowAlign), half);
+  shared_need = round_up(shared_need, kPage);
+  if (shared_need > half - std::max(slot_need, slot_cap_)) shared_need = 0;  // does not fit beside the slots
+  if (slot_need <= slot_cap_ && shared_need <= shared_cap_) return Status::Ok();
+
+  // Every rank takes this branch (the same arguments and agreed capacities on every rank).
+  const std::size_t slot_target = std::max(slot_need, slot_cap_);
+  const std::size_t shared_target = std::max(shared_need, std::min(shared_cap_, half - slot_target));
+  bool no_space = false;
+  std::string why;
+  const std::size_t got_slot = grow_slots(slot_target, &no_space, &why);
+  const std::size_t got_shared = std::min(grow_shared(shared_target, &no_space, &why), half - got_slot);
+
+  uint64_t mine[2] = {got_slot, got_shared};
+  std::vector<uint64_t> all(2 * static_cast<std::size_t>(nranks_));
+  if (Status st = allgather_records(mine, sizeof mine, all.data(), deadline); !st.ok()) return st;
+  std::size_t slot = SIZE_MAX, shared = SIZE_MAX;
+  for (int k = 0; k < nranks_; ++k) {
+    slot = std::min<std::size_t>(slot, all[2 * k]);
+    shared = std::min<std::size_t>(shared, all[2 * k + 1]);
+  }
+  slot_cap_ = slot;
+  shared_cap_ = shared;
+  warn_no_room(slot_need, shared_need, why);
   return Status::Ok();
 }
+
+std::string ShmCommunicator::no_room_message(std::size_t slot_bytes_needed) const {
+  return "shm transport: /dev/shm has no room for one row from each of " + std::to_string(nranks_) + " ranks (" +
+         std::to_string(slot_bytes_needed) + " bytes per slot, 2 slots per rank; " + std::to_string(slot_cap_) +
+         " reserved): enlarge /dev/shm or use QCOLL_TRANSPORT=mpi";
+}
+
+Traits ShmCommunicator::traits() const { return {.window_bytes = window_bytes_, .may_fail_mid_call = true}; }
 
 }  // namespace qcoll::comm

@@ -37,7 +37,7 @@
 
 namespace qcoll::comm {
 
-class ShmCommunicator final : public Communicator {
+class ShmCommunicator final : public Communicator, public Window {
  public:
   // Bytes of the segment for `nranks` ranks with `window_bytes` per rank.
   static std::size_t segment_bytes(int nranks, std::size_t window_bytes);
@@ -56,7 +56,7 @@ class ShmCommunicator final : public Communicator {
   int size() const override { return nranks_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "shm"; }
-  std::size_t window_bytes() const override { return window_bytes_; }
+  Traits traits() const override;
 
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
   std::size_t max_part_bytes(StepShape::Kind kind) const override;
@@ -71,8 +71,9 @@ class ShmCommunicator final : public Communicator {
   std::size_t slot_capacity() const override { return slot_cap_; }
   std::size_t shared_capacity() const override { return shared_cap_; }
   uint8_t* shared_block(int k) const override;
+  std::string no_room_message(std::size_t slot_bytes_needed) const override;
+  Window* window() override { return this; }
 
-  bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return !broken_; }
   std::string broken_reason() const override { return broken_reason_; }
 
@@ -125,6 +126,12 @@ class ShmCommunicator final : public Communicator {
   Status peer_failed(int k) const;  // RUNTIME_ERROR if rank k is marked failed; else Ok
   // Reserves [offset, offset + len) of this rank's window (offsets from its start).
   Status grow(std::size_t offset, std::size_t len, bool* no_space);
+  // reserve()'s parts: grow this rank's slots (halving while /dev/shm has no room) and its
+  // shared block towards the targets, returning what this rank got; then say once on stderr
+  // what the ranks could not all get.
+  std::size_t grow_slots(std::size_t target, bool* no_space, std::string* why);
+  std::size_t grow_shared(std::size_t target, bool* no_space, std::string* why);
+  void warn_no_room(std::size_t slot_need, std::size_t shared_need, const std::string& why);
   // Marks this rank failed (why: kFailure*) and the communicator broken.
   Status fail(Status s, uint32_t why = kFailureOther);
   Status broken_status() const;

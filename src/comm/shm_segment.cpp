@@ -1,5 +1,6 @@
 #include "comm/shm_segment.hpp"
 
+#include "comm/text.hpp"
 #include "qcoll/settings.hpp"
 
 #include <fcntl.h>
@@ -27,8 +28,6 @@ Status map_fd(int fd, std::size_t bytes, ShmMapping& out) {
   out = ShmMapping(p, bytes, fd);
   return Status::Ok();
 }
-
-std::string mb_text(std::size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20); }
 
 }  // namespace
 

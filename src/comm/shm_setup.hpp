@@ -1,5 +1,6 @@
 // Setting up the shared-memory transport, the part every rendezvous shares (over MPI in
-// comm/mpi/process_communicator.cpp, over a unique id in comm/bootstrap.cpp):
+// comm/mpi/process_communicator.cpp, over a unique id in comm/bootstrap_join.cpp and
+// comm/bootstrap_root.cpp):
 //   1. one process creates and initialises a segment under a fresh random name;
 //   2. the rendezvous tells every rank that name; each rank attaches its communicator;
 //   3. once every rank has attached (or given up), the creator removes the name, so nothing

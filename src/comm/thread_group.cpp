@@ -133,7 +133,7 @@ class ThreadRankCommunicator final : public Communicator {
     return s_->broken ? s_->broken_reason : std::string();
   }
 
-  bool can_expose() const override { return true; }
+  Traits traits() const override { return {.can_expose = true}; }
 
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override {
     StepShape shape;

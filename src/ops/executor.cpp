@@ -250,7 +250,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
   const bool all_reduce = contract::is_all_reduce(op) && !gather_;  // gather_: no all-gather step
   const std::size_t block_bytes = call_.rows_per_rank() * call_.H * call_.out_elem_bytes();
   const std::size_t my_offset = all_reduce ? static_cast<std::size_t>(c.rank()) * block_bytes : 0;
-  const comm::ExchangeSpec spec = exchange_spec();
+  comm::ExchangeSpec spec = exchange_spec();
   auto failed = [&](const Status& s) { return Status::Error(s.code, prefixed(op, s.message)); };
   auto broken = [&](const Status& s) {
     return Status::Error(s.ok() ? StatusCode::RuntimeError : s.code, prefixed(op, s.ok() ? c.broken_reason() : s.message));
@@ -264,7 +264,9 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
   if (staged && all_reduce && block_bytes > 0) {
     st = comm::reserve_for_exchange(c, spec, block_bytes, deadline);
     if (!st.ok()) return c.usable() ? failed(st) : broken(st);
-    if (c.shared_capacity() >= block_bytes) shared = c.shared_block(c.rank());
+    spec.reserved = true;  // reserved once: the exchange takes what this got
+    const comm::Window* w = c.window();
+    if (w != nullptr && w->shared_capacity() >= block_bytes) shared = w->shared_block(c.rank());
   }
   uint8_t* dst = staged ? static_cast<uint8_t*>(workspace) : call_.out;
   st = reduce_scatter(shared != nullptr ? shared : dst + my_offset, spec, deadline);
@@ -275,7 +277,7 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
     if (!st.ok()) return failed(st);
     const int n = c.size();
     for (int k = 0; k < n; ++k)
-      std::memcpy(call_.out + static_cast<std::size_t>(k) * block_bytes, c.shared_block(k), block_bytes);
+      std::memcpy(call_.out + static_cast<std::size_t>(k) * block_bytes, c.window()->shared_block(k), block_bytes);
     return Status::Ok();
   }
 

@@ -108,6 +108,13 @@ MpiCommunicator::~MpiCommunicator() {
   delete[] records_;
 }
 
+Traits MpiCommunicator::traits() const {
+  return {.local_size = local_size_, .hosts = hosts_,
+          .same_once_per_host = hosts_routing_ || hosts_ == 1 || hosts_ == nranks_, .window_bytes = window_bytes_,
+          .own_part_in_place = false, .async_transfers = true, .max_steps_in_flight = kDepth,
+          .min_chunk_part_bytes = chunk_part_bytes_, .may_fail_mid_call = true};
+}
+
 std::size_t MpiCommunicator::max_part_bytes(StepShape::Kind kind) const {
   // A send slot holds one part per destination, within the window rule's reserve for
   // exchange chunks too; a receive slot one part per source.

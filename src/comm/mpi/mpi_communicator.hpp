@@ -45,7 +45,7 @@ class MpiCommunicator final : public Communicator {
   // Takes ownership of `comm` (a duplicate with MPI_ERRORS_RETURN set). `host_of`: for
   // every rank of `comm`, a number naming its host (MPI_Comm_split_type SHARED: the lowest
   // rank there), the same on every rank.
-  // `chunk_part_bytes`: Communicator::min_chunk_part_bytes (QCOLL_MPI_CHUNK_KIB, agreed).
+  // `chunk_part_bytes`: Traits::min_chunk_part_bytes (QCOLL_MPI_CHUNK_KIB, agreed).
   MpiCommunicator(std::string name, MPI_Comm comm, std::size_t window_bytes, std::vector<int> host_of,
                   settings::MpiSchedule schedule, std::size_t chunk_part_bytes);
   ~MpiCommunicator() override;
@@ -56,17 +56,10 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return nranks_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "mpi"; }
-  int local_size() const override { return local_size_; }
-  int hosts() const override { return hosts_; }
-  bool same_once_per_host() const override { return hosts_routing_ || hosts_ == 1 || hosts_ == nranks_; }
-  std::size_t window_bytes() const override { return window_bytes_; }
+  Traits traits() const override;
 
   Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) override;
   std::size_t max_part_bytes(StepShape::Kind kind) const override;
-  bool own_part_in_place() const override { return false; }
-  bool async_transfers() const override { return true; }
-  int max_steps_in_flight() const override { return kDepth; }
-  std::size_t min_chunk_part_bytes() const override { return chunk_part_bytes_; }
   Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
   PartRegion region(Step s, int dest) override;
   Status publish(Step s) override;
@@ -75,7 +68,6 @@ class MpiCommunicator final : public Communicator {
   Status progress() override;
   Status release(Step s) override;
 
-  bool may_fail_mid_call() const override { return true; }
   bool usable() const override { return !broken_; }
   std::string broken_reason() const override { return broken_reason_; }
 

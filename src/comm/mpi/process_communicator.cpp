@@ -103,9 +103,8 @@ Status attach_shared_memory(const char* name, MPI_Comm comm, int rank, int size,
   return Status::Ok();
 }
 
-}  // namespace
-
-Status create_process_communicator(const char* name, MPI_Comm user, std::shared_ptr<Communicator>& out) {
+// MPI initialised and `user` an intra-communicator.
+Status check_user_comm(MPI_Comm user) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -117,21 +116,12 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
   int inter = 0;
   if (Status s = check(MPI_Comm_test_inter(user, &inter), "MPI_Comm_test_inter"); !s.ok()) return s;
   if (inter) return Status::Error(StatusCode::ParamInvalid, "comm: got an inter-communicator, expected an intra-communicator");
+  return Status::Ok();
+}
 
-  const Clock::time_point deadline = creation_deadline();
-  MPI_Comm dup = MPI_COMM_NULL;
-  MPI_Request req = MPI_REQUEST_NULL;
-  Status s = check(MPI_Comm_idup(user, &dup, &req), "MPI_Comm_idup");
-  if (s.ok()) s = wait(req, deadline, "creating communicator: duplicating the MPI communicator");
-  if (!s.ok()) return s;
-  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(dup, &rank);
-  MPI_Comm_size(dup, &size);
-
-  // This rank's own checks; the ranks agree on the outcome below.
-  std::size_t window = 0;
-  int transport = kAuto;
+// This rank's own checks (the name, HCCL_BUFFSIZE, QCOLL_TRANSPORT); the ranks agree on the
+// outcome afterwards.
+Status check_locally(const char* name, std::size_t& window, int& transport) {
   Status local = check_group_name(name, "name");
   if (local.ok() && resolve(name) != nullptr) {
     local = Status::Error(StatusCode::ParamInvalid,
@@ -139,15 +129,19 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
   }
   if (local.ok()) local = read_buffsize_env(window);
   if (local.ok()) local = read_transport_env(transport);
+  return local;
+}
 
+// This rank's host, named by its lowest rank (the host communicator's rank 0 in dup), and
+// the ranks there. Frees dup when the split fails.
+Status find_own_host(MPI_Comm& dup, int rank, int size, int& leader, int& host_size) {
   MPI_Comm host = MPI_COMM_NULL;
-  s = check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
-  if (!s.ok()) {
+  if (Status s = check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
+      !s.ok()) {
     MPI_Comm_free(&dup);
     return s;
   }
-  // Every rank's host, named by its lowest rank (the host communicator's rank 0 in dup).
-  int host_size = 0, leader = rank;
+  leader = rank;
   MPI_Comm_size(host, &host_size);
   MPI_Group dup_group = MPI_GROUP_NULL, host_group = MPI_GROUP_NULL;
   const int zero = 0;
@@ -161,71 +155,134 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
     leader = rank / testing::g_ranks_per_host * testing::g_ranks_per_host;
     host_size = std::min(testing::g_ranks_per_host, size - leader);
   }
+  return Status::Ok();
+}
+
+// Every rank's host (find_own_host), gathered: host_of[k] names rank k's host.
+Status find_hosts(MPI_Comm& dup, int rank, int size, Clock::time_point deadline, std::vector<int>& host_of,
+                  int& host_size) {
+  int leader = rank;
+  if (Status s = find_own_host(dup, rank, size, leader, host_size); !s.ok()) return s;
   // Heap memory, left allocated (like dup) when the all-gather times out: it may still land.
   auto gathered = std::make_unique<int[]>(static_cast<std::size_t>(size) + 1);
   gathered[size] = leader;
-  s = check(MPI_Iallgather(&gathered[size], 1, MPI_INT, gathered.get(), 1, MPI_INT, dup, &req), "MPI_Iallgather");
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Iallgather(&gathered[size], 1, MPI_INT, gathered.get(), 1, MPI_INT, dup, &req), "MPI_Iallgather");
   if (s.ok()) s = wait(req, deadline, "creating communicator: finding the ranks' hosts");
   if (!s.ok()) {
     (void)gathered.release();
     return s;
   }
-  const std::vector<int> host_of(gathered.get(), gathered.get() + size);
+  host_of.assign(gathered.get(), gathered.get() + size);
+  return Status::Ok();
+}
 
+// What the ranks agree on at creation (one MPI_Iallreduce, MPI_MAX): the lowest failed
+// rank, HCCL_BUFFSIZE and QCOLL_TRANSPORT as max and -min, whether they span several
+// hosts, QCOLL_MPI_CHUNK_KIB (the largest any rank asked for).
+struct Agreed {
+  long long v[7] = {0};
+  long long failed() const { return v[0]; }
+  bool one_host() const { return v[5] == 0; }
+  std::size_t chunk_part_bytes() const { return static_cast<std::size_t>(v[6]) << 10; }
+};
+
+Status agree_settings(MPI_Comm dup, int rank, int size, const Status& local, std::size_t window, int transport,
+                      int host_size, Clock::time_point deadline, Agreed& all) {
   const long long mb = static_cast<long long>(window / kMiB);
-  // QCOLL_MPI_CHUNK_KIB: a tuning of the chunking, the largest any rank asked for.
   const long long chunk_kib = static_cast<long long>(settings::mpi_chunk_kib());
   long long mine[7] = {local.ok() ? 0 : size - rank, mb, -mb, transport, -transport, host_size == size ? 0 : 1,
                        chunk_kib};
-  long long all[7] = {0};
-  s = check(MPI_Iallreduce(mine, all, 7, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Iallreduce(mine, all.v, 7, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
   if (s.ok()) s = wait(req, deadline, "creating communicator: agreeing on the settings");
-  if (!s.ok()) return s;  // dup stays allocated: the reduction may still be pending
+  return s;
+}
 
-  auto release_dup = [&](Status st) {
-    MPI_Comm_free(&dup);
-    return st;
-  };
-  if (!local.ok()) return release_dup(local);
-  if (all[0] > 0) return release_dup(peer_failed(lowest_flagged(all[0], size), "create", name ? name : ""));
-  if (all[1] != -all[2]) {
-    return release_dup(Status::Error(StatusCode::ParamInvalid, "HCCL_BUFFSIZE differs between ranks: from " +
-                                                               std::to_string(-all[2]) + " to " + std::to_string(all[1]) +
-                                                               " MB, expected the same value on every rank"));
+// The agreement's verdict: this rank's own error, a peer's, or settings that differ.
+Status check_agreed(const Agreed& all, const Status& local, const char* name, int size, int transport) {
+  if (!local.ok()) return local;
+  if (all.failed() > 0) return peer_failed(lowest_flagged(all.failed(), size), "create", name ? name : "");
+  if (all.v[1] != -all.v[2]) {
+    return Status::Error(StatusCode::ParamInvalid, "HCCL_BUFFSIZE differs between ranks: from " +
+                                                       std::to_string(-all.v[2]) + " to " + std::to_string(all.v[1]) +
+                                                       " MB, expected the same value on every rank");
   }
-  if (all[3] != -all[4]) {
-    return release_dup(Status::Error(StatusCode::ParamInvalid, std::string("QCOLL_TRANSPORT differs between ranks: ") +
-                                                               transport_name(static_cast<int>(-all[4])) + " and " +
-                                                               transport_name(static_cast<int>(all[3])) +
-                                                               ", expected the same value on every rank"));
+  if (all.v[3] != -all.v[4]) {
+    return Status::Error(StatusCode::ParamInvalid, std::string("QCOLL_TRANSPORT differs between ranks: ") +
+                                                       transport_name(static_cast<int>(-all.v[4])) + " and " +
+                                                       transport_name(static_cast<int>(all.v[3])) +
+                                                       ", expected the same value on every rank");
   }
-  const bool one_host = all[5] == 0;
-  if (transport == kShm && !one_host) {
-    return release_dup(Status::Error(StatusCode::ParamInvalid,
-                                 "QCOLL_TRANSPORT: shm needs every rank on one host, got ranks on several hosts "
-                                 "(use auto or mpi)"));
+  if (transport == kShm && !all.one_host()) {
+    return Status::Error(StatusCode::ParamInvalid,
+                         "QCOLL_TRANSPORT: shm needs every rank on one host, got ranks on several hosts "
+                         "(use auto or mpi)");
   }
-  if (transport == kMpi || (transport == kAuto && !one_host)) {
-    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule(),
-                                             static_cast<std::size_t>(all[6]) << 10);
+  return Status::Ok();
+}
+
+// Everything a rank knows once the ranks agreed.
+struct Creation {
+  const char* name = nullptr;
+  MPI_Comm dup = MPI_COMM_NULL;
+  int rank = 0, size = 0, transport = kAuto;
+  std::size_t window = 0;
+  std::vector<int> host_of;
+  Agreed all;
+};
+
+// Opens the transport the ranks agreed on: MPI, or shared memory (falling back to MPI under
+// auto when /dev/shm has no room for the windows).
+Status open_transport(Creation& k, Clock::time_point deadline, std::shared_ptr<Communicator>& out) {
+  auto open_mpi = [&] {
+    out = std::make_shared<MpiCommunicator>(k.name, k.dup, k.window, k.host_of, settings::mpi_schedule(),
+                                             k.all.chunk_part_bytes());
     return Status::Ok();
-  }
+  };
+  if (k.transport == kMpi || (k.transport == kAuto && !k.all.one_host())) return open_mpi();
   bool mpi_pending = false, no_space = false;
-  s = attach_shared_memory(name, dup, rank, size, window, deadline, mpi_pending, no_space, out);
+  Status s = attach_shared_memory(k.name, k.dup, k.rank, k.size, k.window, deadline, mpi_pending, no_space, out);
   if (mpi_pending) return s;  // dup stays allocated: an operation on it may still be pending
-  if (!s.ok() && no_space && transport == kAuto) {
+  if (!s.ok() && no_space && k.transport == kAuto) {
     // /dev/shm cannot hold the windows (containers often give it 64 MB): the MPI transport
     // needs only private memory. Every rank saw the same announcement, so all fall back.
-    if (rank == 0) {
+    if (k.rank == 0) {
       std::fprintf(stderr, "qcoll: communicator \"%s\": /dev/shm has no room for %zu x %zu MB windows; using the "
                    "MPI transport (lower HCCL_BUFFSIZE or enlarge /dev/shm for shared memory)\n",
-                   name, static_cast<std::size_t>(size), window / kMiB);
+                   k.name, static_cast<std::size_t>(k.size), k.window / kMiB);
     }
-    out = std::make_shared<MpiCommunicator>(name, dup, window, host_of, settings::mpi_schedule(),
-                                             static_cast<std::size_t>(all[6]) << 10);
-    return Status::Ok();
+    return open_mpi();
   }
-  return release_dup(s);      // the shared-memory transport needs MPI no more
+  MPI_Comm_free(&k.dup);  // the shared-memory transport needs MPI no more
+  return s;
+}
+
+}  // namespace
+
+Status create_process_communicator(const char* name, MPI_Comm user, std::shared_ptr<Communicator>& out) {
+  if (Status s = check_user_comm(user); !s.ok()) return s;
+  const Clock::time_point deadline = creation_deadline();
+  Creation k;
+  k.name = name;
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Comm_idup(user, &k.dup, &req), "MPI_Comm_idup");
+  if (s.ok()) s = wait(req, deadline, "creating communicator: duplicating the MPI communicator");
+  if (!s.ok()) return s;
+  MPI_Comm_set_errhandler(k.dup, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(k.dup, &k.rank);
+  MPI_Comm_size(k.dup, &k.size);
+
+  const Status local = check_locally(name, k.window, k.transport);
+  int host_size = 0;
+  if (s = find_hosts(k.dup, k.rank, k.size, deadline, k.host_of, host_size); !s.ok()) return s;
+  s = agree_settings(k.dup, k.rank, k.size, local, k.window, k.transport, host_size, deadline, k.all);
+  if (!s.ok()) return s;  // dup stays allocated: the reduction may still be pending
+  if (s = check_agreed(k.all, local, name, k.size, k.transport); !s.ok()) {
+    MPI_Comm_free(&k.dup);
+    return s;
+  }
+  return open_transport(k, deadline, out);
 }
 
 }  // namespace qcoll::comm::mpi
