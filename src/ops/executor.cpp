@@ -1,6 +1,5 @@
 #include "ops/executor.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -13,7 +12,6 @@
 #include "kernels/dequant_reduce.hpp"
 #include "ops/agreement.hpp"
 #include "ops/fused_quantize.hpp"
-#include "ops/rank_threads.hpp"
 #include "ops/timeout.hpp"
 
 namespace qcoll::ops {
