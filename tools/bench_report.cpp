@@ -206,87 +206,103 @@ std::vector<std::pair<std::string, bool>> peer_columns(const std::vector<BenchRo
   return out;
 }
 
-std::string markdown_table(const std::vector<BenchRow>& rows) {
-  const auto peers = peer_columns(rows);
-  const bool shaped = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.link_bits_per_s > 0; });
-  const bool labels = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.label.empty(); });
+namespace {
+
+// The columns of a markdown table: the peers (name, measured from bf16), a run label column,
+// and the columns against the link's bound (shaped links).
+struct TableColumns {
+  std::vector<std::pair<std::string, bool>> peers;
+  bool labels = false;
+  bool shaped = false;
+};
+
+std::string markdown_header(const TableColumns& c) {
   std::ostringstream o, rule;
-  o << "| op | BS x H | n | transport |" << (labels ? " run |" : "") << " mode | input | qcoll ms |";
-  rule << "|---|---|---|---|" << (labels ? "---|" : "") << "---|---|---:|";
-  for (const auto& [name, bf16] : peers) {
+  o << "| op | BS x H | n | transport |" << (c.labels ? " run |" : "") << " mode | input | qcoll ms |";
+  rule << "|---|---|---|---|" << (c.labels ? "---|" : "") << "---|---|---:|";
+  for (const auto& [name, bf16] : c.peers) {
     o << " " << name << " ms |";
     rule << "---:|";
   }
-  if (!peers.empty()) {
+  if (!c.peers.empty()) {
     o << " fastest peer | x fastest |";
     rule << "---|---:|";
   }
   o << " GB/s | ps/B | quant ms |";
   rule << "---:|---:|---:|";
-  if (!peers.empty()) {
+  if (!c.peers.empty()) {
     o << " err qcoll |";
     rule << "---:|";
-    for (const auto& [name, bf16] : peers)
+    for (const auto& [name, bf16] : c.peers)
       if (bf16) {
         o << " err " << name << " |";
         rule << "---:|";
       }
   }
-  if (shaped) {
+  if (c.shaped) {
     o << " qcoll/bound |";
     rule << "---:|";
-    for (const auto& [name, bf16] : peers) {
+    for (const auto& [name, bf16] : c.peers) {
       o << " " << name << "/bound |";
       rule << "---:|";
     }
   }
   o << "\n" << rule.str() << "\n";
-  for (const auto& r : rows) {
-    o << "| " << r.op << " | " << r.bs << " x " << r.h << " | " << r.n << " | " << r.transport << " | ";
-    if (labels) o << r.label << " | ";
-    o << r.mode << " | " << r.input << " | " << fmt("%.3f", r.qcoll_s * 1e3) << " |";
-    for (const auto& c : peers) {
-      const PeerTime* p = r.peer(c.first);
-      o << " " << fmt("%.3f", p ? p->s * 1e3 : kNaN) << " |";
-    }
-    if (!peers.empty()) {
-      const PeerTime* f = r.fastest_peer();
-      o << " " << (f ? f->name : "-") << " | " << fmt("%.2f", r.speedup(f)) << " |";
-    }
-    o << " " << fmt("%.2f", r.logical_bytes / r.qcoll_s / 1e9) << " | " << fmt("%.1f", r.qcoll_s / r.logical_bytes * 1e12)
-      << " | " << fmt("%.3f", r.quant_s * 1e3) << " |";
-    if (!peers.empty()) {
-      o << " " << fmt("%.2e", r.qcoll_rel_err) << " |";
-      for (const auto& c : peers)
-        if (c.second) {
-          const PeerTime* p = r.peer(c.first);
-          o << " " << fmt("%.2e", p ? p->rel_err : kNaN) << " |";
-        }
-    }
-    if (shaped) {
-      o << " " << fmt("%.2f", r.over_bound(r.qcoll_s, r.wire_qcoll)) << " |";
-      for (const auto& c : peers) {
-        const PeerTime* p = r.peer(c.first);
-        o << " " << fmt("%.2f", p ? r.over_bound(p->s, r.wire(*p)) : kNaN) << " |";
-      }
-    }
-    o << "\n";
-  }
   return o.str();
 }
 
-void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
-  // Series: (op, mode, input, n, label) -> points (MiB, speedup vs the fastest peer, GB/s).
-  using Key = std::tuple<std::string, std::string, std::string, int, std::string>;
-  std::map<Key, std::vector<const BenchRow*>> series;
+// The error and bound columns of one row.
+void markdown_row_tail(std::ostringstream& o, const BenchRow& r, const TableColumns& c) {
+  if (!c.peers.empty()) {
+    o << " " << fmt("%.2e", r.qcoll_rel_err) << " |";
+    for (const auto& pc : c.peers)
+      if (pc.second) {
+        const PeerTime* p = r.peer(pc.first);
+        o << " " << fmt("%.2e", p ? p->rel_err : kNaN) << " |";
+      }
+  }
+  if (c.shaped) {
+    o << " " << fmt("%.2f", r.over_bound(r.qcoll_s, r.wire_qcoll)) << " |";
+    for (const auto& pc : c.peers) {
+      const PeerTime* p = r.peer(pc.first);
+      o << " " << fmt("%.2f", p ? r.over_bound(p->s, r.wire(*p)) : kNaN) << " |";
+    }
+  }
+}
+
+std::string markdown_row(const BenchRow& r, const TableColumns& c) {
+  std::ostringstream o;
+  o << "| " << r.op << " | " << r.bs << " x " << r.h << " | " << r.n << " | " << r.transport << " | ";
+  if (c.labels) o << r.label << " | ";
+  o << r.mode << " | " << r.input << " | " << fmt("%.3f", r.qcoll_s * 1e3) << " |";
+  for (const auto& pc : c.peers) {
+    const PeerTime* p = r.peer(pc.first);
+    o << " " << fmt("%.3f", p ? p->s * 1e3 : kNaN) << " |";
+  }
+  if (!c.peers.empty()) {
+    const PeerTime* f = r.fastest_peer();
+    o << " " << (f ? f->name : "-") << " | " << fmt("%.2f", r.speedup(f)) << " |";
+  }
+  o << " " << fmt("%.2f", r.logical_bytes / r.qcoll_s / 1e9) << " | " << fmt("%.1f", r.qcoll_s / r.logical_bytes * 1e12)
+    << " | " << fmt("%.3f", r.quant_s * 1e3) << " |";
+  markdown_row_tail(o, r, c);
+  o << "\n";
+  return o.str();
+}
+
+// Series: (op, mode, input, n, label) -> points (MiB, speedup vs the fastest peer, GB/s).
+using SeriesKey = std::tuple<std::string, std::string, std::string, int, std::string>;
+using SeriesIndex = std::vector<std::pair<SeriesKey, int>>;  // gnuplot data block of each series
+
+// Writes the data file, one gnuplot block per series; returns the blocks and the modes.
+SeriesIndex write_plot_data(const std::vector<BenchRow>& rows, const std::string& dat, std::set<std::string>& modes) {
+  std::map<SeriesKey, std::vector<const BenchRow*>> series;
   for (const auto& r : rows) series[{r.op, r.mode, r.input, r.n, r.label}].push_back(&r);
-  const std::string dat = png + ".dat", gp = png + ".gp";
   std::ofstream d(dat);
   if (!d) throw CliError(ErrorKind::File, dat + ": cannot write");
   d << "# MiB_per_rank speedup_vs_fastest_peer logical_GB/s BS H\n";
-  std::vector<std::pair<Key, int>> index;  // gnuplot data block of each series
+  SeriesIndex index;
   int block = 0;
-  std::set<std::string> modes;
   for (auto& [key, pts] : series) {
     std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->logical_bytes < b->logical_bytes; });
     d << "# " << std::get<0>(key) << " " << std::get<1>(key) << " " << std::get<2>(key) << " n=" << std::get<3>(key)
@@ -298,7 +314,57 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
     index.emplace_back(key, block++);
     modes.insert(std::get<1>(key));
   }
-  d.close();
+  return index;
+}
+
+// The plot clause of one series.
+std::string series_plot(const SeriesKey& key, int blk, const std::string& dat, int column, int color) {
+  const int n = std::get<3>(key);
+  const std::string& input = std::get<2>(key);
+  return "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) +
+         " with linespoints lc " + std::to_string(color) + " pt " +
+         std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
+         std::to_string(input == "quantized" ? 1 : input == "bf16" ? 2 : 3) + " title '" + std::get<1>(key) +
+         (input == "quantized" ? "" : " from " + input) + " n=" + std::to_string(n) +
+         (std::get<4>(key).empty() ? "" : " " + std::get<4>(key)) + "'";
+}
+
+// One panel of the plot: the series of `op`.
+void plot_panel(std::ofstream& g, const char* op, bool have_peers, const SeriesIndex& index, const std::string& dat,
+                std::map<std::string, int>& mode_color) {
+  if (have_peers)
+    g << "set title '" << op << ": vs the fastest peer'\nset ylabel 'speedup'\n";
+  else
+    g << "set title '" << op << "'\nset ylabel 'GB/s of fp32 logical data'\n";
+  const int column = have_peers ? 2 : 3;
+  std::string plot;
+  for (const auto& [key, blk] : index) {
+    if (std::get<0>(key) != op) continue;
+    if (!plot.empty()) plot += ", \\\n  ";
+    plot += series_plot(key, blk, dat, column, mode_color[std::get<1>(key)]);
+  }
+  if (plot.empty())
+    g << "set key off\nplot 1 title 'no data'\nset key on\n";
+  else
+    g << "plot " << plot << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle" : "") << "\n";
+}
+
+}  // namespace
+
+std::string markdown_table(const std::vector<BenchRow>& rows) {
+  TableColumns c;
+  c.peers = peer_columns(rows);
+  c.shaped = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.link_bits_per_s > 0; });
+  c.labels = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !r.label.empty(); });
+  std::string out = markdown_header(c);
+  for (const auto& r : rows) out += markdown_row(r, c);
+  return out;
+}
+
+void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
+  const std::string dat = png + ".dat", gp = png + ".gp";
+  std::set<std::string> modes;
+  const SeriesIndex index = write_plot_data(rows, dat, modes);
   std::map<std::string, int> mode_color;
   for (const auto& m : modes) mode_color[m] = static_cast<int>(mode_color.size()) + 1;
   std::ofstream g(gp);
@@ -315,30 +381,7 @@ void plot_speedup(const std::vector<BenchRow>& rows, const std::string& png) {
          "time; >1: qcoll faster)'\n";
   else
     g << "set multiplot layout 1,2 title 'qcoll throughput (peers not measured: thread ranks)'\n";
-  for (const char* op : {"reduce-scatter", "all-reduce"}) {
-    if (have_peers)
-      g << "set title '" << op << ": vs the fastest peer'\nset ylabel 'speedup'\n";
-    else
-      g << "set title '" << op << "'\nset ylabel 'GB/s of fp32 logical data'\n";
-    const int column = have_peers ? 2 : 3;
-    std::string plot;
-    for (const auto& [key, blk] : index) {
-      if (std::get<0>(key) != op) continue;
-      if (!plot.empty()) plot += ", \\\n  ";
-      const int n = std::get<3>(key);
-      const std::string& input = std::get<2>(key);
-      plot += "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) +
-              " with linespoints lc " + std::to_string(mode_color[std::get<1>(key)]) + " pt " +
-              std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
-              std::to_string(input == "quantized" ? 1 : input == "bf16" ? 2 : 3) + " title '" + std::get<1>(key) +
-              (input == "quantized" ? "" : " from " + input) + " n=" + std::to_string(n) +
-              (std::get<4>(key).empty() ? "" : " " + std::get<4>(key)) + "'";
-    }
-    if (plot.empty())
-      g << "set key off\nplot 1 title 'no data'\nset key on\n";
-    else
-      g << "plot " << plot << (have_peers ? ", 1 with lines lc 'black' dt 2 notitle" : "") << "\n";
-  }
+  for (const char* op : {"reduce-scatter", "all-reduce"}) plot_panel(g, op, have_peers, index, dat, mode_color);
   g << "unset multiplot\n";
   g.close();
   const std::string cmd = "gnuplot '" + gp + "' 2>&1";

@@ -221,67 +221,94 @@ struct RankJob {
     return r.status;
   }
 
-  // Interleaved rounds of one operator: every peer, then qcoll for every input and mode.
-  void run_op(int rank, int n, const std::string& group, const Size& sz, RankInputs& in, Op op) {
-    const bool rs = op == Op::ReduceScatter;
-    const std::size_t count = in.act.size(), out_count = rs ? count / static_cast<std::size_t>(n) : count;
-    const std::vector<int64_t> x_shape = {sz.bs, sz.h};
-    const std::vector<int64_t> out_shape = expected_output_shape(op, x_shape, n);
-    std::vector<float> ref(out_count);  // the first fp32 peer's result: the reference of the errors
+  // The outputs and prepared calls of one operator at one size.
+  struct OpBuffers {
+    bool rs = false;
+    std::size_t out_count = 0;
+    std::vector<float> ref;           // the first fp32 peer's result: the reference of the errors
     const Peer* ref_peer = nullptr;
     std::vector<std::vector<uint8_t>> peer_out;
-    for (const auto& p : peers) {
-      peer_out.emplace_back(out_count * dtype_size(p->input()));
-      if (!ref_peer && p->input() == DType::Float) ref_peer = p.get();
-    }
-    std::vector<uint8_t> qout(out_count * dtype_size(plan.out_dtype));
+    std::vector<uint8_t> qout;
     // Per input and mode: the quantized operator on in.q[m], the fused one on the fp32 / bf16 tensor.
-    std::vector<std::vector<PreparedCall>> calls(3);
+    std::vector<std::vector<PreparedCall>> calls;
+  };
+
+  OpBuffers op_buffers(int n, const Size& sz, RankInputs& in, Op op) const {
+    OpBuffers b;
+    b.rs = op == Op::ReduceScatter;
+    const std::size_t count = in.act.size();
+    b.out_count = b.rs ? count / static_cast<std::size_t>(n) : count;
+    const std::vector<int64_t> x_shape = {sz.bs, sz.h};
+    const std::vector<int64_t> out_shape = expected_output_shape(op, x_shape, n);
+    b.ref.resize(b.out_count);
+    for (const auto& p : peers) {
+      b.peer_out.emplace_back(b.out_count * dtype_size(p->input()));
+      if (!b.ref_peer && p->input() == DType::Float) b.ref_peer = p.get();
+    }
+    b.qout.resize(b.out_count * dtype_size(plan.out_dtype));
+    b.calls.resize(3);
     for (std::size_t m = 0; m < plan.modes.size(); ++m) {
       const Mode& mode = *plan.modes[m];
       const std::vector<int64_t> s_shape = contract::scales_shape(mode.scales, x_shape);
-      const TensorArg out{plan.out_dtype, out_shape, qout.data()};
+      const TensorArg out{plan.out_dtype, out_shape, b.qout.data()};
       const QuantConfig cfg{mode.x, mode.scales, 0.0f};
-      calls[static_cast<int>(Input::Quantized)].emplace_back(
+      b.calls[static_cast<int>(Input::Quantized)].emplace_back(
           op, TensorArg{mode.x, x_shape, const_cast<uint8_t*>(in.q[m].q.data())},
           TensorArg{mode.scales, s_shape, const_cast<void*>(in.q[m].scales_data())}, out);
-      calls[static_cast<int>(Input::Fp32)].emplace_back(op, TensorArg{DType::Float, x_shape, in.act.data()}, cfg, out);
-      calls[static_cast<int>(Input::Bf16)].emplace_back(op, TensorArg{DType::BFloat16, x_shape, in.act16.data()}, cfg,
-                                                        out);
+      b.calls[static_cast<int>(Input::Fp32)].emplace_back(op, TensorArg{DType::Float, x_shape, in.act.data()}, cfg, out);
+      b.calls[static_cast<int>(Input::Bf16)].emplace_back(op, TensorArg{DType::BFloat16, x_shape, in.act16.data()},
+                                                          cfg, out);
     }
+    return b;
+  }
 
+  // One round of every peer (round 0 also takes the reference and the peers' errors).
+  void peer_round(int rank, int round, const RankInputs& in, OpBuffers& b, std::vector<Timings>& tp) {
+    const bool keep = round >= args.warmup;
+    for (std::size_t p = 0; p < peers.size(); ++p) {
+      Peer& peer = *peers[p];
+      const void* src = peer.input() == DType::Float ? static_cast<const void*>(in.act.data()) : in.act16.data();
+      const double t = timed(
+          rank,
+          [&](std::string&) {
+            if (b.rs) peer.reduce_scatter(src, b.peer_out[p].data(), b.out_count);
+            else peer.all_reduce(src, b.peer_out[p].data(), b.out_count);
+            return 0;
+          },
+          peer.name() + " peer");
+      if (keep) tp[p].samples.push_back(t);
+      if (round == 0 && &peer == b.ref_peer) std::memcpy(b.ref.data(), b.peer_out[p].data(), b.out_count * sizeof(float));
+    }
+    if (round == 0 && b.ref_peer)
+      for (std::size_t p = 0; p < peers.size(); ++p)
+        tp[p].rel_err = rel_err(rank, peers[p]->input(), b.peer_out[p].data(), b.ref.data(), b.out_count);
+  }
+
+  // One round of qcoll for every input and mode.
+  void qcoll_round(int rank, int round, const std::string& group, Op op, OpBuffers& b,
+                   std::vector<std::vector<Timings>>& tq) {
+    const bool keep = round >= args.warmup;
+    for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+      const Input input = plan.inputs[i];
+      for (std::size_t m = 0; m < plan.modes.size(); ++m) {
+        const Mode& mode = *plan.modes[m];
+        const double t = timed(
+            rank, [&](std::string& why) { return qcoll_call(b.calls[static_cast<int>(input)][m], group, why); },
+            std::string("qcoll ") + command_name(op) + " " + mode.name + " from " + input_name(input));
+        if (keep) tq[i][m].samples.push_back(t);
+        if (round == 0 && b.ref_peer) tq[i][m].rel_err = rel_err(rank, plan.out_dtype, b.qout.data(), b.ref.data(), b.out_count);
+      }
+    }
+  }
+
+  // Interleaved rounds of one operator: every peer, then qcoll for every input and mode.
+  void run_op(int rank, int n, const std::string& group, const Size& sz, RankInputs& in, Op op) {
+    OpBuffers b = op_buffers(n, sz, in, op);
     std::vector<Timings> tp(peers.size());
     std::vector<std::vector<Timings>> tq(plan.inputs.size(), std::vector<Timings>(plan.modes.size()));
     for (int round = 0; round < args.warmup + args.repeats; ++round) {
-      const bool keep = round >= args.warmup;
-      for (std::size_t p = 0; p < peers.size(); ++p) {
-        Peer& peer = *peers[p];
-        const void* src = peer.input() == DType::Float ? static_cast<const void*>(in.act.data()) : in.act16.data();
-        const double t = timed(
-            rank,
-            [&](std::string&) {
-              if (rs) peer.reduce_scatter(src, peer_out[p].data(), out_count);
-              else peer.all_reduce(src, peer_out[p].data(), out_count);
-              return 0;
-            },
-            peer.name() + " peer");
-        if (keep) tp[p].samples.push_back(t);
-        if (round == 0 && &peer == ref_peer) std::memcpy(ref.data(), peer_out[p].data(), out_count * sizeof(float));
-      }
-      if (round == 0 && ref_peer)
-        for (std::size_t p = 0; p < peers.size(); ++p)
-          tp[p].rel_err = rel_err(rank, peers[p]->input(), peer_out[p].data(), ref.data(), out_count);
-      for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
-        const Input input = plan.inputs[i];
-        for (std::size_t m = 0; m < plan.modes.size(); ++m) {
-          const Mode& mode = *plan.modes[m];
-          const double t = timed(
-              rank, [&](std::string& why) { return qcoll_call(calls[static_cast<int>(input)][m], group, why); },
-              std::string("qcoll ") + command_name(op) + " " + mode.name + " from " + input_name(input));
-          if (keep) tq[i][m].samples.push_back(t);
-          if (round == 0 && ref_peer) tq[i][m].rel_err = rel_err(rank, plan.out_dtype, qout.data(), ref.data(), out_count);
-        }
-      }
+      peer_round(rank, round, in, b, tp);
+      qcoll_round(rank, round, group, op, b, tq);
     }
     if (rank == 0)
       for (std::size_t i = 0; i < plan.inputs.size(); ++i)

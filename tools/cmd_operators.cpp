@@ -135,34 +135,44 @@ const Mode& fused_mode(const OperatorArgs& args) {
   return *m;
 }
 
-int run_operator_command(Op op, const OperatorArgs& args) {
-  // Arguments first: nothing is read before they are all valid.
-  const bool fused = !args.in_pattern.empty();
-  const Mode* mode = fused ? &fused_mode(args) : nullptr;
-  if (!fused) {
-    if (!args.mode.empty()) throw CliError(ErrorKind::Argument, "--mode: needs --in (the fused operator's input)");
-    for (const auto& [missing, name] :
-         {std::pair{args.x_pattern.empty(), "--x"}, {args.scales_pattern.empty(), "--scales"},
-          {args.x_dtype.empty(), "--x-dtype"}})
-      if (missing)
-        throw CliError(ErrorKind::Argument, std::string(name) +
-                                                ": required (or --in and --mode to quantize a float input in the "
-                                                "same call)");
-  }
-  const DType x_dtype =
-      fused ? mode->x : parse_dtype_option("--x-dtype", args.x_dtype, contract::kXDtypes, "a quantized input type");
-  std::optional<DType> scales_dtype;
-  if (fused)
-    scales_dtype = mode->scales;
+// The dtypes of a call, from the arguments (all checked before anything is read).
+struct CallTypes {
+  bool fused = false;
+  const Mode* mode = nullptr;  // the fused operators
+  DType x_dtype = DType::Int8;
+  std::optional<DType> scales_dtype;  // empty: from each scales file's element type
+  DType out_dtype = DType::BFloat16;
+};
+
+void check_quantized_inputs_given(const OperatorArgs& args) {
+  if (!args.mode.empty()) throw CliError(ErrorKind::Argument, "--mode: needs --in (the fused operator's input)");
+  for (const auto& [missing, name] :
+       {std::pair{args.x_pattern.empty(), "--x"}, {args.scales_pattern.empty(), "--scales"},
+        {args.x_dtype.empty(), "--x-dtype"}})
+    if (missing)
+      throw CliError(ErrorKind::Argument, std::string(name) +
+                                              ": required (or --in and --mode to quantize a float input in the "
+                                              "same call)");
+}
+
+CallTypes call_types(const OperatorArgs& args) {
+  CallTypes t;
+  t.fused = !args.in_pattern.empty();
+  t.mode = t.fused ? &fused_mode(args) : nullptr;
+  if (!t.fused) check_quantized_inputs_given(args);
+  t.x_dtype =
+      t.fused ? t.mode->x : parse_dtype_option("--x-dtype", args.x_dtype, contract::kXDtypes, "a quantized input type");
+  if (t.fused)
+    t.scales_dtype = t.mode->scales;
   else if (!args.scales_dtype.empty())
-    scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, contract::kScalesDtypes, "a scales type");
-  const DType out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
+    t.scales_dtype = parse_dtype_option("--scales-dtype", args.scales_dtype, contract::kScalesDtypes, "a scales type");
+  t.out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
   if (args.ranks < 0 || (args.ranks == 0 && args.ranks_given))
     throw CliError(ErrorKind::Argument, "--ranks must be at least 1, got " + std::to_string(args.ranks));
+  return t;
+}
 
-  // Threads, or under mpirun one rank per process ({rank} is then this process's rank).
-  std::unique_ptr<RankRunner> runner = make_rank_runner(args.ranks, "qcoll-cli");
-  const int n = runner->size();
+void check_patterns(const OperatorArgs& args, bool fused, int n) {
   if (fused) {
     check_rank_pattern("--in", args.in_pattern, n);
   } else {
@@ -170,59 +180,93 @@ int run_operator_command(Op op, const OperatorArgs& args) {
     check_rank_pattern("--scales", args.scales_pattern, n);
   }
   check_rank_pattern("--out", args.out_pattern, n);
+}
 
-  // Inputs of this process's ranks.
-  std::vector<RankData> ranks;
-  for (int r : runner->local_ranks()) {
-    RankData d;
-    d.rank = r;
-    if (fused) {
-      const std::string ip = expand_rank(args.in_pattern, r);
-      d.x = load_npy(ip);
-      input_dtype_of(ip, d.x);
-      d.scales_dtype = mode->scales;
-      d.out_shape = expected_output_shape(op, d.x.shape, n);
-      std::size_t count = 1;
-      for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
-      d.out.assign(count * dtype_size(out_dtype), 0);
-      ranks.push_back(std::move(d));
-      continue;
-    }
+// The scales dtype of a quantized call's rank: --scales-dtype, else the file's element type.
+DType scales_dtype_of(const std::string& path, const npy::Array& s, const std::optional<DType>& given) {
+  if (given) return *given;
+  if (s.type == npy::ElemType::Float32) return DType::Float;
+  if (s.type == npy::ElemType::UInt8) return DType::Float8E8M0;
+  throw CliError(ErrorKind::File, path + ": scales have element type " + std::string(npy::elem_name(s.type)) +
+                                      "; expected float32 ('<f4', fp32 scales) or uint8 ('|u1', E8M0 scales)");
+}
+
+// Rank r's inputs, read from the patterns, and its zeroed output.
+RankData load_rank(Op op, const OperatorArgs& args, const CallTypes& t, int r, int n) {
+  RankData d;
+  d.rank = r;
+  if (t.fused) {
+    const std::string ip = expand_rank(args.in_pattern, r);
+    d.x = load_npy(ip);
+    input_dtype_of(ip, d.x);
+    d.scales_dtype = t.mode->scales;
+  } else {
     const std::string xp = expand_rank(args.x_pattern, r), sp = expand_rank(args.scales_pattern, r);
     d.x = load_npy(xp);
-    check_file_type(xp, d.x, x_dtype, "x");
+    check_file_type(xp, d.x, t.x_dtype, "x");
     d.scales = load_npy(sp);
-    if (scales_dtype) {
-      d.scales_dtype = *scales_dtype;
-    } else if (d.scales.type == npy::ElemType::Float32 || d.scales.type == npy::ElemType::UInt8) {
-      d.scales_dtype = d.scales.type == npy::ElemType::Float32 ? DType::Float : DType::Float8E8M0;
-    } else {
-      throw CliError(ErrorKind::File, sp + ": scales have element type " + std::string(npy::elem_name(d.scales.type)) +
-                                          "; expected float32 ('<f4', fp32 scales) or uint8 ('|u1', E8M0 scales)");
-    }
+    d.scales_dtype = scales_dtype_of(sp, d.scales, t.scales_dtype);
     check_file_type(sp, d.scales, d.scales_dtype, "scales");
-    d.out_shape = expected_output_shape(op, d.x.shape, n);
-    std::size_t count = 1;
-    for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
-    d.out.assign(count * dtype_size(out_dtype), 0);
-    ranks.push_back(std::move(d));
   }
+  d.out_shape = expected_output_shape(op, d.x.shape, n);
+  std::size_t count = 1;
+  for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
+  d.out.assign(count * dtype_size(t.out_dtype), 0);
+  return d;
+}
 
-  std::vector<RankData*> by_rank(static_cast<std::size_t>(n), nullptr);
+void print_summary(Op op, const OperatorArgs& args, const CallTypes& t, const RankRunner& runner,
+                   const RankData& first, const std::vector<std::pair<std::string, npy::Array>>& outputs) {
+  if (args.quiet) return;
+  const std::string out = std::string(dtype_name(t.out_dtype));
+  if (t.fused) {
+    std::printf("qcoll %s: %d ranks (%s), input %s %s quantized %s in the call (fused) -> %s %s per rank; wrote %s",
+                command_name(op), runner.size(), runner.transport(),
+                std::string(dtype_name(input_dtype_of(args.in_pattern, first.x))).c_str(),
+                shape_text(first.x.shape).c_str(), t.mode->name, out.c_str(), shape_text(first.out_shape).c_str(),
+                outputs.front().first.c_str());
+  } else {
+    std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", command_name(op),
+                runner.size(), runner.transport(), std::string(dtype_name(t.x_dtype)).c_str(),
+                shape_text(first.x.shape).c_str(), std::string(dtype_name(first.scales_dtype)).c_str(),
+                shape_text(first.scales.shape).c_str(), out.c_str(), shape_text(first.out_shape).c_str(),
+                outputs.front().first.c_str());
+  }
+  if (outputs.size() > 1) std::printf(" .. %s", outputs.back().first.c_str());
+  std::printf("\n");
+}
+
+// Runs the operator on every rank of this process.
+void run_ranks(Op op, const OperatorArgs& args, const CallTypes& t, RankRunner& runner, std::vector<RankData>& ranks) {
+  std::vector<RankData*> by_rank(static_cast<std::size_t>(runner.size()), nullptr);
   for (auto& d : ranks) by_rank[static_cast<std::size_t>(d.rank)] = &d;
-  runner->run([&](int rank, int, const std::string& group) {
+  runner.run([&](int rank, int, const std::string& group) {
     RankData& d = *by_rank[static_cast<std::size_t>(rank)];
-    TensorArg o{out_dtype, d.out_shape, d.out.data()};
-    if (fused) {
+    TensorArg o{t.out_dtype, d.out_shape, d.out.data()};
+    if (t.fused) {
       const TensorArg in{input_dtype_of(args.in_pattern, d.x), d.x.shape, d.x.data.data()};
-      const QuantConfig cfg{mode->x, mode->scales, args.hif8_target};
+      const QuantConfig cfg{t.mode->x, t.mode->scales, args.hif8_target};
       d.result = PreparedCall(op, in, cfg, o).run(group);
       return;
     }
-    TensorArg x{x_dtype, d.x.shape, d.x.data.data()};
+    TensorArg x{t.x_dtype, d.x.shape, d.x.data.data()};
     TensorArg s{d.scales_dtype, d.scales.shape, d.scales.data.data()};
     d.result = call_operator(op, group, x, s, o);
   });
+}
+
+int run_operator_command(Op op, const OperatorArgs& args) {
+  // Arguments first: nothing is read before they are all valid.
+  const CallTypes t = call_types(args);
+
+  // Threads, or under mpirun one rank per process ({rank} is then this process's rank).
+  std::unique_ptr<RankRunner> runner = make_rank_runner(args.ranks, "qcoll-cli");
+  const int n = runner->size();
+  check_patterns(args, t.fused, n);
+
+  std::vector<RankData> ranks;  // inputs of this process's ranks
+  for (int r : runner->local_ranks()) ranks.push_back(load_rank(op, args, t, r, n));
+  run_ranks(op, args, t, *runner, ranks);
 
   bool local_ok = true;
   for (const auto& d : ranks) local_ok = local_ok && d.result.ok();
@@ -235,31 +279,13 @@ int run_operator_command(Op op, const OperatorArgs& args) {
   std::vector<std::pair<std::string, npy::Array>> outputs;
   for (auto& d : ranks) {
     npy::Array a;
-    a.type = output_elem_type(out_dtype);
+    a.type = output_elem_type(t.out_dtype);
     a.shape = d.out_shape;
     a.data = std::move(d.out);
     outputs.emplace_back(expand_rank(args.out_pattern, d.rank), std::move(a));
   }
   write_npy_files(outputs);
-  if (!args.quiet && fused) {
-    const RankData& first = ranks.front();
-    std::printf("qcoll %s: %d ranks (%s), input %s %s quantized %s in the call (fused) -> %s %s per rank; wrote %s",
-                command_name(op), n, runner->transport(),
-                std::string(dtype_name(input_dtype_of(args.in_pattern, first.x))).c_str(),
-                shape_text(first.x.shape).c_str(), mode->name, std::string(dtype_name(out_dtype)).c_str(),
-                shape_text(first.out_shape).c_str(), outputs.front().first.c_str());
-    if (outputs.size() > 1) std::printf(" .. %s", outputs.back().first.c_str());
-    std::printf("\n");
-  } else if (!args.quiet) {
-    const RankData& first = ranks.front();
-    std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", command_name(op), n,
-                runner->transport(), std::string(dtype_name(x_dtype)).c_str(), shape_text(first.x.shape).c_str(),
-                std::string(dtype_name(first.scales_dtype)).c_str(), shape_text(first.scales.shape).c_str(),
-                std::string(dtype_name(out_dtype)).c_str(), shape_text(first.out_shape).c_str(),
-                outputs.front().first.c_str());
-    if (outputs.size() > 1) std::printf(" .. %s", outputs.back().first.c_str());
-    std::printf("\n");
-  }
+  print_summary(op, args, t, *runner, ranks.front(), outputs);
   return 0;
 }
 

@@ -246,42 +246,57 @@ std::size_t Array::count() const {
   return n;
 }
 
-Array parse(const uint8_t* buf, std::size_t len, std::string_view name) {
+namespace {
+
+// The header's text (the dict, ending in a newline) after the magic, version and length.
+// Sets *prefix to the bytes before it.
+std::string_view header_text(const uint8_t* buf, std::size_t len, std::string_view name, std::size_t* prefix) {
   if (buf == nullptr && len != 0) fail(name, "no data");
   if (len < 10) fail(name, "too short to be a .npy file (" + std::to_string(len) + " bytes)");
   if (std::memcmp(buf, kMagic, sizeof kMagic) != 0) fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
   const int major = buf[6], minor = buf[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
     fail(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
-  const std::size_t prefix = major == 1 ? 10 : 12;
-  if (len < prefix) fail(name, "truncated .npy header (" + std::to_string(len) + " bytes)");
+  *prefix = major == 1 ? 10 : 12;
+  if (len < *prefix) fail(name, "truncated .npy header (" + std::to_string(len) + " bytes)");
   const std::size_t header_len = read_le(buf + 8, major == 1 ? 2 : 4);
   if (header_len == 0) fail(name, "the .npy header length is 0");
   if (header_len > kMaxHeaderLen)
     fail(name, "the .npy header length " + std::to_string(header_len) + " exceeds the limit of " + std::to_string(kMaxHeaderLen) + " bytes");
-  if (header_len > len - prefix)
-    fail(name, "truncated .npy header: it claims " + std::to_string(header_len) + " bytes, the file has " + std::to_string(len - prefix) + " after the prefix");
-  std::string_view text(reinterpret_cast<const char*>(buf + prefix), header_len);
+  if (header_len > len - *prefix)
+    fail(name, "truncated .npy header: it claims " + std::to_string(header_len) + " bytes, the file has " + std::to_string(len - *prefix) + " after the prefix");
+  std::string_view text(reinterpret_cast<const char*>(buf + *prefix), header_len);
   if (text.back() != '\n') fail(name, "bad .npy header: it must end with a newline");
+  return text;
+}
 
-  Header h = DictParser(text, name).parse();
-  Array a;
-  a.type = parse_descr(*h.descr, name);
-  if (*h.fortran_order) fail(name, "fortran_order True (column-major) arrays are not supported; save a C-ordered array (numpy.ascontiguousarray)");
-  a.shape = *h.shape;
-
+// The data of `a` must be exactly the `have` bytes after the header.
+void check_data_size(const Array& a, std::size_t have, std::string_view name) {
   uint64_t bytes = elem_size(a.type);
   for (int64_t d : a.shape) {
     if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
       fail(name, "shape " + shape_text(a.shape) + " is too large (its size overflows 64 bits)");
   }
-  const std::size_t have = len - prefix - header_len;
   if (bytes > have)
     fail(name, "truncated data: shape " + shape_text(a.shape) + " of " + descr(a.type) + " needs " + std::to_string(bytes) +
                    " bytes, the file has " + std::to_string(have));
   if (bytes < have)
     fail(name, std::to_string(have - bytes) + " unexpected bytes after the data of shape " + shape_text(a.shape) + " of " + descr(a.type));
-  a.data.assign(buf + prefix + header_len, buf + len);
+}
+
+}  // namespace
+
+Array parse(const uint8_t* buf, std::size_t len, std::string_view name) {
+  std::size_t prefix = 0;
+  const std::string_view text = header_text(buf, len, name, &prefix);
+  Header h = DictParser(text, name).parse();
+  Array a;
+  a.type = parse_descr(*h.descr, name);
+  if (*h.fortran_order) fail(name, "fortran_order True (column-major) arrays are not supported; save a C-ordered array (numpy.ascontiguousarray)");
+  a.shape = *h.shape;
+  const std::size_t data_at = prefix + text.size();
+  check_data_size(a, len - data_at, name);
+  a.data.assign(buf + data_at, buf + len);
   return a;
 }
 

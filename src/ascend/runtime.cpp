@@ -112,6 +112,15 @@ aclError from_stream_status(qcollStatus st) {
   return st == QCOLL_PARAM_NULLPTR || st == QCOLL_PARAM_INVALID ? ACL_ERROR_INVALID_PARAM : ACL_ERROR_INTERNAL_ERROR;
 }
 
+// Which ends of an aclrtMemcpy kind are device memory (checked against the allocations).
+bool memcpy_dst_is_device(int32_t k) {
+  return k == ACL_MEMCPY_HOST_TO_DEVICE || k == ACL_MEMCPY_DEVICE_TO_DEVICE || k == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE ||
+         k == ACL_MEMCPY_INNER_DEVICE_TO_DEVICE || k == ACL_MEMCPY_INTER_DEVICE_TO_DEVICE;
+}
+bool memcpy_src_is_device(int32_t k) {
+  return k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE || k == ACL_MEMCPY_INNER_DEVICE_TO_DEVICE ||
+         k == ACL_MEMCPY_INTER_DEVICE_TO_DEVICE;
+}
 }  // namespace
 
 void set_message(std::string msg) { t_message = std::move(msg); }
@@ -314,13 +323,8 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
   if (k < ACL_MEMCPY_HOST_TO_HOST || k > ACL_MEMCPY_INTER_DEVICE_TO_DEVICE)
     return fail(ACL_ERROR_INVALID_PARAM, "kind: must be an aclrtMemcpyKind (0..7), got " + std::to_string(k));
   std::string err;
-  const bool dst_device = k == ACL_MEMCPY_HOST_TO_DEVICE || k == ACL_MEMCPY_DEVICE_TO_DEVICE ||
-                          k == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE || k == ACL_MEMCPY_INNER_DEVICE_TO_DEVICE ||
-                          k == ACL_MEMCPY_INTER_DEVICE_TO_DEVICE;
-  const bool src_device = k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE ||
-                          k == ACL_MEMCPY_INNER_DEVICE_TO_DEVICE || k == ACL_MEMCPY_INTER_DEVICE_TO_DEVICE;
-  if (count > 0 && dst_device && !device_range_ok("dst", dst, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
-  if (count > 0 && src_device && !device_range_ok("src", src, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
+  if (count > 0 && memcpy_dst_is_device(k) && !device_range_ok("dst", dst, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
+  if (count > 0 && memcpy_src_is_device(k) && !device_range_ok("src", src, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
   if (count > 0) std::memmove(dst, src, count);
   return succeed();
 }

@@ -5,6 +5,7 @@
 
 #include "ops/timeout.hpp"
 #include "ops/validate.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
 
 namespace qcoll::ops {
@@ -16,9 +17,8 @@ std::string op_string(int32_t op) {
   return "operator " + std::to_string(op);
 }
 std::string float_text(uint32_t bits) { return std::to_string(std::bit_cast<float>(bits)); }
-std::string dtype_string(int32_t t) {
-  return is_known_dtype(t) ? std::string(dtype_name(static_cast<DType>(t))) : std::to_string(t);
-}
+// Descriptors that reach first_difference passed phase one on every rank: their dtypes are known.
+std::string dtype_string(int32_t t) { return contract::dtype_text(static_cast<DType>(t)); }
 std::string shape_of(const CallDescriptor& d) {
   std::string s = "[";
   for (int i = 0; i < d.ndim && i < 3; ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);

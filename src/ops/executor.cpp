@@ -1,6 +1,5 @@
 #include "ops/executor.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -13,7 +12,6 @@
 #include "kernels/dequant_reduce.hpp"
 #include "ops/agreement.hpp"
 #include "ops/fused_quantize.hpp"
-#include "ops/rank_threads.hpp"
 #include "ops/timeout.hpp"
 
 namespace qcoll::ops {
@@ -21,10 +19,8 @@ namespace qcoll::ops {
 namespace testing {
 namespace {
 std::atomic<ReduceFaultForTest> g_reduce_fault{nullptr};
-std::atomic<std::size_t> g_fused_chunk_rows{0};
 }  // namespace
 void set_reduce_fault_for_test(ReduceFaultForTest hook) { g_reduce_fault.store(hook, std::memory_order_release); }
-void set_fused_chunk_rows_for_test(std::size_t rows) { g_fused_chunk_rows.store(rows, std::memory_order_release); }
 }  // namespace testing
 
 namespace {
@@ -48,59 +44,16 @@ CallDescriptor partial_descriptor(const OpRequest& req) {
   return d;
 }
 
-// Rows per chunk of a fused call: about kFusedChunkBytes of quantized data per step over all
-// destinations, so that the parts a rank quantizes are still in cache when its peers read
-// them, and a peer can start reducing a chunk while the next one is quantized (the test hook
-// overrides it). The window may cut chunks smaller still (comm::max_chunk_rows).
-constexpr std::size_t kFusedChunkBytes = std::size_t{4} << 20;
-
-std::size_t fused_chunk_rows(const comm::ExchangeSpec& spec, int n) {
-  const std::size_t forced = testing::g_fused_chunk_rows.load(std::memory_order_acquire);
-  if (forced > 0) return forced;
-  const std::size_t row_bytes = static_cast<std::size_t>(n) * (spec.x_row_bytes + spec.s_row_bytes);
-  return std::max<std::size_t>(1, kFusedChunkBytes / row_bytes);
-}
-
-// QuantAllReduce's choice between its two data movements (QCOLL_ALL_REDUCE, auto): the
-// bytes that leave a host, with h hosts of L = n / h ranks (averaged when uneven: the choice
-// must be the same on every rank) and a tensor of Q quantized bytes per rank, N elements
-// of osz bytes out:
-//   reduce-scatter, then all-gather of the output: L (n - L) / n Q + L G N osz / n
-//   all-gather of the quantized inputs:             L G Q
-// where G, the times a block crosses from a host, is h - 1 when an all-gather step crosses
-// to each other host once (Communicator::same_once_per_host), else n - L. The gather costs
-// every rank n times the reduction work (all rows, from every source), so it is taken only
-// when it saves at least a tenth of the bytes; on one host (no network) never.
-bool gather_all_reduce(const ValidatedCall& vc) {
-  if (!contract::is_all_reduce(vc.op)) return false;
-  if (vc.all_reduce != settings::AllReduce::Auto) return vc.all_reduce == settings::AllReduce::Gather;
-  const comm::Communicator& c = *vc.comm;
-  const int h = c.hosts();
-  if (h <= 1) return false;
-  const double n = c.size(), L = n / h;
-  const double G = c.same_once_per_host() ? h - 1.0 : n - L;
-  const double Q = static_cast<double>(vc.rows * (vc.H + vc.scales_row_bytes()));  // bytes per rank (x + scales)
-  const double out = static_cast<double>(vc.rows * vc.H) * static_cast<double>(vc.out_elem_bytes());
-  const double rs_ag = L * (n - L) / n * Q + L * G * out / n;
-  const double gather = L * G * Q;
-  return gather <= 0.9 * rs_ag;
-}
-
 std::string prefixed(OpKind op, const std::string& msg) {
   return std::string(op_name(op)) + ": " + msg;
 }
 
 }  // namespace
 
-Executor::Executor(ValidatedCall c) : call_(std::move(c)) {
-  workspace_bytes_ = call_.comm->may_fail_mid_call() ? call_.out_bytes() : 0;
-  gather_ = gather_all_reduce(call_);
-}
-
 Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
                          std::unique_ptr<Executor>* out) {
-  ValidatedCall call;
-  Status st = validate(req, &call);
+  CallPlan plan;
+  Status st = make_plan(req, &plan);
   if (!st.ok()) {
     // Take part in this call's agreement if the group resolves, so peers fail fast.
     if (req.group != nullptr && comm::check_group_name(req.group, "group").ok()) {
@@ -109,52 +62,47 @@ Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
     }
     return st;
   }
-  std::unique_ptr<Executor> e(new Executor(std::move(call)));
-  *workspace_size = e->workspace_bytes_;
+  std::unique_ptr<Executor> e(new Executor(std::move(plan)));
+  *workspace_size = e->plan_.workspace_bytes;
   *out = std::move(e);
   return Status::Ok();
 }
 
 void Executor::report_failure(StatusCode code) {
-  report_local_failure(*call_.comm, call_.descriptor(), static_cast<int32_t>(code));
+  report_local_failure(*plan_.call.comm, plan_.descriptor, static_cast<int32_t>(code));
 }
 
-void Executor::report_not_run() { report_local_failure(*call_.comm, call_.descriptor(), kLocalStatusNotRun); }
+void Executor::report_not_run() { report_local_failure(*plan_.call.comm, plan_.descriptor, kLocalStatusNotRun); }
 
-comm::ExchangeSpec Executor::exchange_spec() const {
-  comm::ExchangeSpec spec = call_.exchange_spec();
-  if (gather_) {  // every rank's whole tensor to every rank
-    spec.rows_per_rank = call_.rows;
-    spec.same_rows = true;
-  }
-  if (call_.fused()) spec.max_rows = fused_chunk_rows(spec, call_.comm->size());
-  return spec;
+Status Executor::failed(const Status& s) const { return Status::Error(s.code, prefixed(plan_.call.op, s.message)); }
+
+Status Executor::broken(const Status& s) const {
+  const comm::Communicator& c = *plan_.call.comm;
+  return Status::Error(s.ok() ? StatusCode::RuntimeError : s.code,
+                       prefixed(plan_.call.op, s.ok() ? c.broken_reason() : s.message));
 }
 
-Status Executor::reduce_scatter(uint8_t* mine, const comm::ExchangeSpec& spec, comm::Clock::time_point deadline) {
-  comm::Communicator& c = *call_.comm;
-  const std::size_t H = call_.H;
-  const std::size_t osz = call_.out_elem_bytes();
-  const int n = c.size();
-  const ValidatedCall& vc = call_;
-  const int threads = rank_threads(c.local_size());
+Status Executor::reduce_scatter(uint8_t* mine, comm::Clock::time_point deadline, bool reserved) {
+  comm::Communicator& c = *plan_.call.comm;
+  comm::ExchangeSpec spec = plan_.spec;
+  spec.reserved = reserved;
+  const std::size_t row_bytes = plan_.call.H * plan_.call.out_elem_bytes();
+  const std::size_t H = plan_.call.H;
+  const kernels::ReduceArgs& reduce = plan_.reduce;
+  const int threads = plan_.threads;
   const testing::ReduceFaultForTest fault = testing::g_reduce_fault.load(std::memory_order_acquire);
-  auto consume = [&vc, &c, fault, mine, H, osz, n, threads](const comm::Chunk& chunk) -> Status {
+  auto consume = [&reduce, &c, fault, mine, H, row_bytes, threads](const comm::Chunk& chunk) -> Status {
     // The one place where an exception of the reduction is caught: it becomes this rank's
     // status, and the exchange completes its protocol with the peers.
     try {
       if (fault != nullptr) {
         if (Status f = fault(c.name(), c.rank(), chunk.row_begin); !f.ok()) return f;
       }
-      kernels::ReduceArgs a;
-      a.x_dtype = vc.x_dtype;
-      a.scales_dtype = vc.scales_dtype;
-      a.out_dtype = vc.out_dtype;
-      a.nsrc = n;
+      kernels::ReduceArgs a = reduce;
       a.x = chunk.x;
       a.scales = chunk.scales;
       a.count = chunk.rows * H;
-      a.out = mine + chunk.row_begin * H * osz;
+      a.out = mine + chunk.row_begin * row_bytes;
       kernels::dequant_reduce_parallel(a, threads);
       return Status::Ok();
     } catch (const std::bad_alloc&) {
@@ -166,24 +114,19 @@ Status Executor::reduce_scatter(uint8_t* mine, const comm::ExchangeSpec& spec, c
     }
   };
   // The outcome agreement that follows drains the inputs (comm::exchange): no drain here.
-  if (!call_.fused()) return comm::exchange(c, spec, consume, deadline, nullptr, /*drain=*/false);
+  if (!plan_.call.fused()) return comm::exchange(c, spec, consume, deadline, nullptr, /*drain=*/false);
 
   // Fused: the rows for each destination are quantized straight into the transport's part
   // (window slot, send buffer, or on threads a slot buffer the peers read), one chunk at a
   // time; this rank's own rows too, for its own reduction.
-  RowQuantizer quantize;
-  quantize.in_dtype = vc.in_dtype;
-  quantize.x_dtype = vc.x_dtype;
-  quantize.scales_dtype = vc.scales_dtype;
-  quantize.hif8_target = vc.hif8_target;
-  quantize.H = H;
-  quantize.threads = threads;
-  const std::size_t rpr = vc.rows_per_rank(), in_row = quantize.in_row_bytes();
-  const comm::RowProducer produce = [&vc, &quantize, rpr, in_row](int dest, std::size_t row0, std::size_t rows,
-                                                                  const comm::PartRegion& part) -> Status {
+  const RowQuantizer& quantize = plan_.quantizer;
+  const uint8_t* in = plan_.call.x;
+  const std::size_t rpr = plan_.call.rows_per_rank(), in_row = quantize.in_row_bytes();
+  const comm::RowProducer produce = [in, &quantize, rpr, in_row](int dest, std::size_t row0, std::size_t rows,
+                                                                 const comm::PartRegion& part) -> Status {
     try {
       const std::size_t first = static_cast<std::size_t>(dest) * rpr + row0;
-      return quantize(vc.x + first * in_row, rows, part.seg[0], part.seg[1]);
+      return quantize(in + first * in_row, rows, part.seg[0], part.seg[1]);
     } catch (const std::bad_alloc&) {
       return Status::Error(StatusCode::InnerError, "out of memory while quantizing");
     } catch (const std::exception& e) {
@@ -196,8 +139,8 @@ Status Executor::reduce_scatter(uint8_t* mine, const comm::ExchangeSpec& spec, c
 }
 
 Status Executor::agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence) {
-  comm::Communicator& c = *call_.comm;
-  CallDescriptor outcome = call_.descriptor();
+  comm::Communicator& c = *plan_.call.comm;
+  CallDescriptor outcome = plan_.descriptor;
   outcome.local_status = static_cast<int32_t>(mine.ok() ? StatusCode::Success : mine.code);
   std::vector<CallDescriptor> all;
   Status st = allgather_descriptors(c, outcome, all, deadline);
@@ -212,22 +155,23 @@ Status Executor::agree_outcome(const Status& mine, comm::Clock::time_point deadl
   return Status::Ok();
 }
 
-Status Executor::run(void* workspace, uint64_t workspace_size) {
-  comm::Communicator& c = *call_.comm;
-  const OpKind op = call_.op;
+Status Executor::check_workspace(const void* workspace, uint64_t workspace_size) const {
+  const uint64_t need = plan_.workspace_bytes;
+  if (workspace_size < need)
+    return Status::Error(StatusCode::ParamInvalid, "workspaceSize: must be at least " + std::to_string(need) +
+                                                       " bytes (as reported by phase one), got " +
+                                                       std::to_string(workspace_size));
+  if (need > 0 && workspace == nullptr)
+    return Status::Error(StatusCode::ParamNullptr, "workspace: must not be null (phase one asked for " +
+                                                       std::to_string(need) + " bytes)");
+  return Status::Ok();
+}
 
-  // Local checks of phase two's own arguments.
-  Status local;
-  if (workspace_size < workspace_bytes_)
-    local = Status::Error(StatusCode::ParamInvalid,
-                          "workspaceSize: must be at least " + std::to_string(workspace_bytes_) +
-                              " bytes (as reported by phase one), got " +
-                              std::to_string(workspace_size));
-  else if (workspace_bytes_ > 0 && workspace == nullptr)
-    local = Status::Error(StatusCode::ParamNullptr,
-                          "workspace: must not be null (phase one asked for " +
-                              std::to_string(workspace_bytes_) + " bytes)");
-
+// The call agreement: every rank's descriptor, with its local status (`local`, phase two's
+// own checks); any failure or difference fails every rank before a byte moves.
+Status Executor::agree_call(const Status& local, comm::Clock::time_point deadline) {
+  comm::Communicator& c = *plan_.call.comm;
+  const OpKind op = plan_.call.op;
   if (!c.usable()) {
     if (!local.ok()) return local;
     return Status::Error(StatusCode::RuntimeError,
@@ -235,74 +179,81 @@ Status Executor::run(void* workspace, uint64_t workspace_size) {
                                           c.broken_reason() +
                                           "); every call on it fails: destroy it and create it again"));
   }
-
-  const auto deadline = comm::Clock::now() + call_timeout();
-  CallDescriptor mine = call_.descriptor();
+  CallDescriptor mine = plan_.descriptor;
   mine.local_status = static_cast<int32_t>(local.code);
   std::vector<CallDescriptor> all;
   Status st = allgather_descriptors(c, mine, all, deadline);
   if (!local.ok()) return local;
-  if (!st.ok()) return Status::Error(st.code, prefixed(op, st.message));
-  if (Status agree = check_agreement(all, c.name()); !agree.ok())
-    return Status::Error(agree.code, prefixed(op, agree.message));
+  if (!st.ok()) return failed(st);
+  if (Status agree = check_agreement(all, c.name()); !agree.ok()) return failed(agree);
+  return Status::Ok();
+}
 
-  const bool staged = c.may_fail_mid_call();
-  const bool all_reduce = contract::is_all_reduce(op) && !gather_;  // gather_: no all-gather step
-  const std::size_t block_bytes = call_.rows_per_rank() * call_.H * call_.out_elem_bytes();
-  const std::size_t my_offset = all_reduce ? static_cast<std::size_t>(c.rank()) * block_bytes : 0;
-  comm::ExchangeSpec spec = exchange_spec();
-  auto failed = [&](const Status& s) { return Status::Error(s.code, prefixed(op, s.message)); };
-  auto broken = [&](const Status& s) {
-    return Status::Error(s.ok() ? StatusCode::RuntimeError : s.code, prefixed(op, s.ok() ? c.broken_reason() : s.message));
-  };
-
-  // QuantAllReduce where the transport has shared blocks (shm): reduce straight into this
-  // rank's shared block, agree on the outcome, then every rank gathers every block from the
-  // peers' windows into its output. No staging copy and no all-gather step: the
-  // all-or-nothing rule costs nothing (the blocks are read only after every rank succeeded).
-  uint8_t* shared = nullptr;
-  if (staged && all_reduce && block_bytes > 0) {
-    st = comm::reserve_for_exchange(c, spec, block_bytes, deadline);
-    if (!st.ok()) return c.usable() ? failed(st) : broken(st);
-    spec.reserved = true;  // reserved once: the exchange takes what this got
-    const comm::Window* w = c.window();
-    if (w != nullptr && w->shared_capacity() >= block_bytes) shared = w->shared_block(c.rank());
-  }
-  uint8_t* dst = staged ? static_cast<uint8_t*>(workspace) : call_.out;
-  st = reduce_scatter(shared != nullptr ? shared : dst + my_offset, spec, deadline);
+// Output::SharedBlock (QuantAllReduce where the transport has shared blocks, shm): reduce
+// straight into this rank's shared block, agree on the outcome, then every rank gathers every
+// block from the peers' windows into its output. No staging copy and no all-gather step: the
+// all-or-nothing rule costs nothing (the blocks are read only after every rank succeeded).
+// Where the transport gave less than a block, the call is staged.
+Status Executor::run_shared_block(uint8_t* workspace, comm::Clock::time_point deadline) {
+  comm::Communicator& c = *plan_.call.comm;
+  const std::size_t block = plan_.block_bytes;
+  Status st = comm::reserve_for_exchange(c, plan_.spec, block, deadline);
+  if (!st.ok()) return c.usable() ? failed(st) : broken(st);
+  const comm::Window* w = c.window();  // reserved once: the exchange takes what this got
+  if (w == nullptr || w->shared_capacity() < block) return run_staged(workspace, deadline, /*reserved=*/true);
+  st = reduce_scatter(w->shared_block(c.rank()), deadline, /*reserved=*/true);
   if (!c.usable()) return broken(st);
+  st = agree_outcome(st, deadline, "output left untouched");
+  if (!st.ok()) return failed(st);
+  for (int k = 0; k < c.size(); ++k)
+    std::memcpy(plan_.call.out + static_cast<std::size_t>(k) * block, w->shared_block(k), block);
+  return Status::Ok();
+}
 
-  if (shared != nullptr) {
-    st = agree_outcome(st, deadline, "output left untouched");
-    if (!st.ok()) return failed(st);
-    const int n = c.size();
-    for (int k = 0; k < n; ++k)
-      std::memcpy(call_.out + static_cast<std::size_t>(k) * block_bytes, c.window()->shared_block(k), block_bytes);
-    return Status::Ok();
+// Output::InPlace: agree on the outcome before the all-gather, so that a rank whose
+// reduction failed fails every rank and no rank gathers its block.
+Status Executor::run_in_place(comm::Clock::time_point deadline) {
+  comm::Communicator& c = *plan_.call.comm;
+  Status st = reduce_scatter(plan_.call.out + plan_.reduce_offset, deadline);
+  if (!c.usable()) return broken(st);
+  st = agree_outcome(st, deadline, "the output, written in place on this transport, is not valid");
+  if (!st.ok()) return failed(st);
+  if (plan_.all_gather_step) {
+    if (st = comm::allgather_blocks(c, plan_.call.out, plan_.block_bytes, deadline); !st.ok()) return failed(st);
   }
+  return Status::Ok();
+}
 
-  if (!staged) {
-    // Written in place: agree on the outcome before the all-gather, so that a rank whose
-    // reduction failed fails every rank and no rank gathers its block.
-    st = agree_outcome(st, deadline, "the output, written in place on this transport, is not valid");
-    if (!st.ok()) return failed(st);
-    if (all_reduce) {
-      if (st = comm::allgather_blocks(c, dst, block_bytes, deadline); !st.ok()) return failed(st);
-    }
-    return Status::Ok();
-  }
-
-  // Staged: compute into the workspace, agree on the outcome, then publish to the output.
-  // (A rank whose reduction failed still takes part in the all-gather: its peers are in it.)
-  if (all_reduce) {
-    Status gathered = comm::allgather_blocks(c, dst, block_bytes, deadline);
+// Output::Staged: compute into the workspace, agree on the outcome, then publish to the output.
+// (A rank whose reduction failed still takes part in the all-gather: its peers are in it.)
+Status Executor::run_staged(uint8_t* workspace, comm::Clock::time_point deadline, bool reserved) {
+  comm::Communicator& c = *plan_.call.comm;
+  Status st = reduce_scatter(workspace + plan_.reduce_offset, deadline, reserved);
+  if (!c.usable()) return broken(st);
+  if (plan_.all_gather_step) {
+    Status gathered = comm::allgather_blocks(c, workspace, plan_.block_bytes, deadline);
     if (st.ok()) st = gathered;
   }
   if (!c.usable()) return broken(st);
   st = agree_outcome(st, deadline, "output left untouched");
   if (!st.ok()) return failed(st);
-  std::memcpy(call_.out, workspace, call_.out_bytes());
+  std::memcpy(plan_.call.out, workspace, plan_.call.out_bytes());
   return Status::Ok();
+}
+
+Status Executor::run(void* workspace, uint64_t workspace_size) {
+  const auto deadline = comm::Clock::now() + call_timeout();
+  if (Status st = agree_call(check_workspace(workspace, workspace_size), deadline); !st.ok()) return st;
+  uint8_t* ws = static_cast<uint8_t*>(workspace);
+  switch (plan_.output) {
+    case Output::SharedBlock:
+      return run_shared_block(ws, deadline);
+    case Output::Staged:
+      return run_staged(ws, deadline);
+    case Output::InPlace:
+      break;
+  }
+  return run_in_place(deadline);
 }
 
 }  // namespace qcoll::ops

@@ -2,7 +2,8 @@
 // QuantizeAllReduce (the same, except that each chunk's rows are quantized from the float
 // input into the transport's buffers right before they move; contract.md §fused).
 //
-// Phase one (Executor::prepare) validates the call and builds a single-use executor. A rank
+// Phase one (Executor::prepare) validates the call, computes its plan (ops/plan.hpp: chunk
+// rows, exchange spec, output strategy, quantizer) and builds a single-use executor. A rank
 // whose checks fail but whose group resolved still takes part in this call's agreement
 // with its status, so its peers fail at once instead of waiting for the timeout.
 //
@@ -23,7 +24,7 @@
 #include <memory>
 #include <string>
 
-#include "ops/validate.hpp"
+#include "ops/plan.hpp"
 
 namespace qcoll::ops {
 
@@ -43,26 +44,31 @@ class Executor {
   // call's agreement as a failed rank does (kLocalStatusNotRun).
   void report_not_run();
 
-  OpKind op() const { return call_.op; }
-  uint64_t workspace_size() const { return workspace_bytes_; }
+  OpKind op() const { return plan_.call.op; }
+  uint64_t workspace_size() const { return plan_.workspace_bytes; }
 
  private:
-  explicit Executor(ValidatedCall c);
-  // The exchange spec of this call (fused: with its chunk rows).
-  comm::ExchangeSpec exchange_spec() const;
-  // The reduce-scatter of `spec` into `mine` (this rank's row block: of the user's output, of
-  // the staging workspace, or the transport's shared block). Exceptions of the reduction
-  // become the status.
-  Status reduce_scatter(uint8_t* mine, const comm::ExchangeSpec& spec, comm::Clock::time_point deadline);
+  explicit Executor(CallPlan plan) : plan_(std::move(plan)) {}
+  // Phase two's own arguments (workspace), then the call agreement with the peers.
+  Status check_workspace(const void* workspace, uint64_t workspace_size) const;
+  Status agree_call(const Status& local, comm::Clock::time_point deadline);
+  // The three ways of plan_.output, each from the reduction to the output.
+  Status run_in_place(comm::Clock::time_point deadline);
+  Status run_staged(uint8_t* workspace, comm::Clock::time_point deadline, bool reserved = false);
+  Status run_shared_block(uint8_t* workspace, comm::Clock::time_point deadline);
+  // The reduce-scatter of the plan's spec into `mine` (this rank's row block: of the user's
+  // output, of the staging workspace, or the transport's shared block). Exceptions of the
+  // reduction become the status. `reserved`: the caller already reserved the window for the
+  // plan's spec (comm::ExchangeSpec::reserved), so the exchange does not reserve again.
+  Status reduce_scatter(uint8_t* mine, comm::Clock::time_point deadline, bool reserved = false);
   // The outcome agreement: every rank's status of the data movement; RUNTIME_ERROR naming
   // the first rank that failed (`mine` failed: mine, prefixed).
   Status agree_outcome(const Status& mine, comm::Clock::time_point deadline, const char* consequence);
+  // A failed step, prefixed with the operator; `broken`: the group is unusable after it.
+  Status failed(const Status& s) const;
+  Status broken(const Status& s) const;
 
-  ValidatedCall call_;
-  uint64_t workspace_bytes_ = 0;
-  // QuantAllReduce moving every rank's quantized tensor to every rank, each reducing every
-  // row (QCOLL_ALL_REDUCE; the same on every rank): no all-gather of the output.
-  bool gather_ = false;
+  CallPlan plan_;
 };
 
 // TEST ONLY (fault injection). When set, the executor calls the hook at the start of every

@@ -17,11 +17,6 @@ Status nullptr_error(const char* param, const char* what) {
   return Status::Error(StatusCode::ParamNullptr, std::string(param) + ": " + what);
 }
 
-std::string dtype_string(int32_t t) {
-  if (!is_known_dtype(t)) return std::to_string(t) + " (unknown dtype)";
-  return std::string(dtype_name(static_cast<DType>(t)));
-}
-
 // A tensor's dtype value as a DType (an unknown value matches no contract predicate).
 DType as_dtype(int32_t t) { return static_cast<DType>(t); }
 
@@ -113,175 +108,243 @@ CallDescriptor ValidatedCall::descriptor() const {
   return d;
 }
 
-Status validate(const OpRequest& req, ValidatedCall* call) {
-  // Rule 1: pointers. The fused operators take `input` and `config` instead of x and scales.
-  const bool fused = contract::is_fused(req.op);
-  const char* xp = fused ? "input" : "x";  // the parameter the shape rules name
-  if (req.x == nullptr) return nullptr_error(xp, "must not be null");
-  if (fused) {
-    if (req.config == nullptr) return nullptr_error("config", "must not be null");
-  } else if (req.scales == nullptr) {
-    return nullptr_error("scales", "must not be null");
-  }
+namespace {
+
+// What the rules learn as they go, in order: a rule reads only what the rules before it
+// established (rule 3 the communicator, rule 4 the dtypes, rule 5 BS and H).
+struct Checked {
+  explicit Checked(const OpRequest& r) : req(r), fused(contract::is_fused(r.op)), xp(fused ? "input" : "x") {}
+  const OpRequest& req;
+  bool fused;
+  const char* xp;  // the parameter the shape rules name ("input" for the fused operators)
+  std::shared_ptr<comm::Communicator> comm;
+  int n = 0;
+  int32_t x_dtype = -1;
+  int32_t scales_dtype = -1;
+  int64_t BS = 0;
+  int64_t H = 0;
+  const TensorDesc& x() const { return *req.x; }
+  const TensorDesc& out() const { return *req.output; }
+};
+
+// contract.md §rule-1: pointers. The fused operators take `input` and `config` instead of x
+// and scales. A data pointer matters only for a tensor that holds elements: an empty tensor
+// (a dimension 0) is PARAM_INVALID by the shape rules (5, 8, 9) whatever its data pointer.
+Status rule_1_arguments(const Checked& k) {
+  const OpRequest& req = k.req;
+  if (req.x == nullptr) return nullptr_error(k.xp, "must not be null");
+  if (k.fused && req.config == nullptr) return nullptr_error("config", "must not be null");
+  if (!k.fused && req.scales == nullptr) return nullptr_error("scales", "must not be null");
   if (req.output == nullptr) return nullptr_error("output", "must not be null");
-  // A data pointer matters only for a tensor that holds elements: an empty tensor (a
-  // dimension 0) is PARAM_INVALID by the shape rules (5, 8, 9) whatever its data pointer.
-  if (req.x->data == nullptr && !is_empty(*req.x)) return nullptr_error(xp, "data pointer must not be null");
-  if (!fused && req.scales->data == nullptr && !is_empty(*req.scales))
+  return Status::Ok();
+}
+Status rule_1_data(const Checked& k) {
+  const OpRequest& req = k.req;
+  if (req.x->data == nullptr && !is_empty(*req.x)) return nullptr_error(k.xp, "data pointer must not be null");
+  if (!k.fused && req.scales->data == nullptr && !is_empty(*req.scales))
     return nullptr_error("scales", "data pointer must not be null");
   if (req.output->data == nullptr && !is_empty(*req.output))
     return nullptr_error("output", "data pointer must not be null");
   if (!req.has_workspace_size_out) return nullptr_error("workspaceSize", "must not be null");
   if (!req.has_executor_out) return nullptr_error("executor", "must not be null");
-  const TensorDesc& x = *req.x;
-  const TensorDesc& out = *req.output;
+  return Status::Ok();
+}
+Status rule_1(Checked& k) {
+  if (Status st = rule_1_arguments(k); !st.ok()) return st;
+  return rule_1_data(k);
+}
 
-  // Rule 2: reduceOp.
-  if (req.reduce_op == nullptr) return invalid("reduceOp: must be \"sum\", got null");
-  if (std::strcmp(req.reduce_op, "sum") != 0)
+// contract.md §rule-2: reduceOp.
+Status rule_2(Checked& k) {
+  if (k.req.reduce_op == nullptr) return invalid("reduceOp: must be \"sum\", got null");
+  if (std::strcmp(k.req.reduce_op, "sum") != 0)
     return invalid(std::string("reduceOp: must be \"sum\" (the only reduction supported), got \"") +
-                   req.reduce_op + "\"");
+                   k.req.reduce_op + "\"");
+  return Status::Ok();
+}
 
-  // Rule 3: group.
-  if (Status st = comm::check_group_name(req.group, "group"); !st.ok()) return st;
-  auto comm = comm::resolve(req.group);
-  if (!comm)
-    return invalid(std::string("group: no communicator named '") + req.group +
+// contract.md §rule-3: group.
+Status rule_3(Checked& k) {
+  const char* group = k.req.group;
+  if (Status st = comm::check_group_name(group, "group"); !st.ok()) return st;
+  k.comm = comm::resolve(group);
+  if (!k.comm)
+    return invalid(std::string("group: no communicator named '") + group +
                    "' is registered for this thread or process (create and join it first)");
-  const int n = comm->size();
-  if (!contract::is_rank_count(n))
-    return invalid(std::string("group: communicator '") + req.group + "' must have " + contract::rank_count_list() +
-                   " ranks, got " + std::to_string(n));
+  k.n = k.comm->size();
+  if (!contract::is_rank_count(k.n))
+    return invalid(std::string("group: communicator '") + group + "' must have " + contract::rank_count_list() +
+                   " ranks, got " + std::to_string(k.n));
+  return Status::Ok();
+}
 
-  // Rule 4: dtypes (fused operators: the input dtype, then the quantization config).
-  int32_t x_dtype = x.dtype, scales_dtype = -1;
-  if (fused) {
-    if (!contract::is_input_dtype(as_dtype(x.dtype)))
-      return invalid("input: dtype must be " + contract::dtype_list(contract::kInputDtypes) + ", got " +
-                     dtype_string(x.dtype));
-    const QuantConfigDesc& cfg = *req.config;
-    if (Status st = contract::check_quant_config(as_dtype(cfg.x_dtype), as_dtype(cfg.scales_dtype), cfg.hif8_target);
-        !st.ok())
-      return st;
-    x_dtype = cfg.x_dtype;
-    scales_dtype = cfg.scales_dtype;
-  } else {
-    scales_dtype = req.scales->dtype;
-    if (!contract::is_x_dtype(as_dtype(x.dtype)))
-      return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " +
-                     dtype_string(x.dtype));
-    if (!contract::is_scales_dtype(as_dtype(scales_dtype)))
-      return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
-                     dtype_string(scales_dtype));
-    if (!contract::dtypes_fit(as_dtype(x.dtype), as_dtype(scales_dtype)))
-      return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
-                     ", got x dtype " + dtype_string(x.dtype));
-  }
-  const bool mx = contract::is_mx(as_dtype(scales_dtype));
-  if (!contract::is_out_dtype(as_dtype(out.dtype)))
+// contract.md §rule-4 for the fused operators: the input dtype, then the quantization config.
+Status rule_4_fused(Checked& k) {
+  const int32_t in = k.x().dtype;
+  if (!contract::is_input_dtype(as_dtype(in)))
+    return invalid("input: dtype must be " + contract::dtype_list(contract::kInputDtypes) + ", got " +
+                   contract::dtype_text(as_dtype(in)));
+  const QuantConfigDesc& cfg = *k.req.config;
+  if (Status st = contract::check_quant_config(as_dtype(cfg.x_dtype), as_dtype(cfg.scales_dtype), cfg.hif8_target);
+      !st.ok())
+    return st;
+  k.x_dtype = cfg.x_dtype;
+  k.scales_dtype = cfg.scales_dtype;
+  return Status::Ok();
+}
+// contract.md §rule-4 for the quantized operators: x and scales as given.
+Status rule_4_quantized(Checked& k) {
+  k.x_dtype = k.x().dtype;
+  k.scales_dtype = k.req.scales->dtype;
+  if (!contract::is_x_dtype(as_dtype(k.x_dtype)))
+    return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " +
+                   contract::dtype_text(as_dtype(k.x_dtype)));
+  if (!contract::is_scales_dtype(as_dtype(k.scales_dtype)))
+    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
+                   contract::dtype_text(as_dtype(k.scales_dtype)));
+  if (!contract::dtypes_fit(as_dtype(k.x_dtype), as_dtype(k.scales_dtype)))
+    return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
+                   ", got x dtype " + contract::dtype_text(as_dtype(k.x_dtype)));
+  return Status::Ok();
+}
+// contract.md §rule-4: dtypes, then the output dtype.
+Status rule_4(Checked& k) {
+  if (Status st = k.fused ? rule_4_fused(k) : rule_4_quantized(k); !st.ok()) return st;
+  if (!contract::is_out_dtype(as_dtype(k.out().dtype)))
     return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " +
-                   dtype_string(out.dtype));
+                   contract::dtype_text(as_dtype(k.out().dtype)));
+  return Status::Ok();
+}
 
-  // Rule 5: x is 2-D or 3-D, no zero dimension.
-  if (x.dims.size() != 2 && x.dims.size() != 3)
-    return invalid(std::string(xp) + ": must be 2-D (BS, H) or 3-D (B, S, H), got " + std::to_string(x.dims.size()) +
-                   "-D shape " + shape_string(x.dims));
-  for (std::size_t i = 0; i < x.dims.size(); ++i)
-    if (x.dims[i] == 0)
-      return invalid(std::string(xp) + ": dimension " + std::to_string(i) +
-                     " must not be 0 (empty tensors are not supported), got shape " +
-                     shape_string(x.dims));
+// contract.md §rule-5: x is 2-D or 3-D, no zero dimension, at most 2^48 elements.
+Status rule_5(Checked& k) {
+  const std::vector<int64_t>& dims = k.x().dims;
+  if (dims.size() != 2 && dims.size() != 3)
+    return invalid(std::string(k.xp) + ": must be 2-D (BS, H) or 3-D (B, S, H), got " + std::to_string(dims.size()) +
+                   "-D shape " + shape_string(dims));
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] == 0)
+      return invalid(std::string(k.xp) + ": dimension " + std::to_string(i) +
+                     " must not be 0 (empty tensors are not supported), got shape " + shape_string(dims));
   constexpr int64_t kMaxElems = int64_t(1) << 48;
   int64_t numel = 1;
-  for (int64_t d : x.dims) {
+  for (int64_t d : dims) {
     if (d > kMaxElems / numel)
-      return invalid(std::string(xp) + ": shape " + shape_string(x.dims) + " has more than 2^48 elements");
+      return invalid(std::string(k.xp) + ": shape " + shape_string(dims) + " has more than 2^48 elements");
     numel *= d;
   }
-  const int64_t H = x.dims.back();
-  const int64_t BS = numel / H;
+  k.H = dims.back();
+  k.BS = numel / k.H;
+  return Status::Ok();
+}
 
-  // Rule 6: rows divisible by the group size.
-  if (BS % n != 0) {
-    const std::string what = x.dims.size() == 3 ? "B*S" : "BS";
-    return invalid(std::string(xp) + ": " + what + " must be a multiple of the group size " + std::to_string(n) +
-                   ", got " + what + " = " + std::to_string(BS) + " (shape " +
-                   shape_string(x.dims) + ")");
+// contract.md §rule-6: rows divisible by the group size.
+Status rule_6(Checked& k) {
+  if (k.BS % k.n == 0) return Status::Ok();
+  const std::string what = k.x().dims.size() == 3 ? "B*S" : "BS";
+  return invalid(std::string(k.xp) + ": " + what + " must be a multiple of the group size " + std::to_string(k.n) +
+                 ", got " + what + " = " + std::to_string(k.BS) + " (shape " + shape_string(k.x().dims) + ")");
+}
+
+// contract.md §rule-7: H.
+Status rule_7(Checked& k) {
+  if (contract::op_h_ok(k.H)) return Status::Ok();
+  return invalid(std::string(k.xp) + ": H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
+                 std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " +
+                 std::to_string(k.H));
+}
+
+// contract.md §rule-8: scales shape (the fused operators have no scales argument).
+Status rule_8(Checked& k) {
+  if (k.fused) return Status::Ok();
+  const auto want = contract::scales_shape(as_dtype(k.scales_dtype), k.x().dims);
+  if (k.req.scales->dims == want) return Status::Ok();
+  const std::string layout =
+      contract::is_mx(as_dtype(k.scales_dtype))
+          ? " (MX: group " + std::to_string(contract::kMxGroup) + ", layout (..., H/" +
+                std::to_string(contract::kMxHMultiple) + ", " + std::to_string(contract::kMxScalePair) + "))"
+          : " (pertoken-pergroup: group " + std::to_string(contract::kKgGroup) + ")";
+  return invalid("scales: shape must be " + shape_string(want) + " for x " + shape_string(k.x().dims) + layout +
+                 ", got " + shape_string(k.req.scales->dims));
+}
+
+// contract.md §rule-9: output shape (rule 6 holds here, so the contract has one).
+Status rule_9(Checked& k) {
+  const OpKind op = k.req.op;
+  const std::vector<int64_t>& dims = k.x().dims;
+  const std::vector<int64_t> want = contract::output_shape(op, dims, k.n).value_or(dims);
+  if (k.out().dims == want) return Status::Ok();
+  if (!contract::is_all_reduce(op))
+    return invalid("output: shape must be (BS/n, H) = " + shape_string(want) + " for " + op_name(op) + " of " +
+                   k.xp + " " + shape_string(dims) + " over " + std::to_string(k.n) + " ranks, got " +
+                   shape_string(k.out().dims));
+  return invalid("output: shape must equal " + std::string(k.xp) + "'s shape " + shape_string(dims) + " for " +
+                 op_name(op) + ", got " + shape_string(k.out().dims));
+}
+
+// contract.md §rule-10: contiguous ND.
+Status rule_10(Checked& k) {
+  if (Status st = check_layout(k.xp, k.x()); !st.ok()) return st;
+  if (!k.fused) {
+    if (Status st = check_layout("scales", *k.req.scales); !st.ok()) return st;
   }
+  return check_layout("output", k.out());
+}
 
-  // Rule 7: H.
-  if (!contract::op_h_ok(H))
-    return invalid(std::string(xp) + ": H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
-                   std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " +
-                   std::to_string(H));
-
-  // Rule 8: scales shape (the fused operators have no scales argument).
-  const auto want_scales = contract::scales_shape(as_dtype(scales_dtype), x.dims);
-  if (!fused && req.scales->dims != want_scales) {
-    const std::string layout =
-        mx ? " (MX: group " + std::to_string(contract::kMxGroup) + ", layout (..., H/" +
-                 std::to_string(contract::kMxHMultiple) + ", " + std::to_string(contract::kMxScalePair) + "))"
-           : " (pertoken-pergroup: group " + std::to_string(contract::kKgGroup) + ")";
-    return invalid("scales: shape must be " + shape_string(want_scales) + " for x " + shape_string(x.dims) +
-                   layout + ", got " + shape_string(req.scales->dims));
-  }
-
-  // Rule 9: output shape (rule 6 holds here, so the contract has one).
-  const std::vector<int64_t> want = contract::output_shape(req.op, x.dims, n).value_or(x.dims);
-  if (!contract::is_all_reduce(req.op)) {
-    if (out.dims != want)
-      return invalid("output: shape must be (BS/n, H) = " + shape_string(want) + " for " + op_name(req.op) +
-                     " of " + xp + " " + shape_string(x.dims) + " over " + std::to_string(n) + " ranks, got " +
-                     shape_string(out.dims));
-  } else if (out.dims != want) {
-    return invalid("output: shape must equal " + std::string(xp) + "'s shape " + shape_string(x.dims) + " for " +
-                   op_name(req.op) + ", got " + shape_string(out.dims));
-  }
-
-  // Rule 10: contiguous ND.
-  if (Status st = check_layout(xp, x); !st.ok()) return st;
-  if (!fused) {
-    if (Status st = check_layout("scales", *req.scales); !st.ok()) return st;
-  }
-  if (Status st = check_layout("output", out); !st.ok()) return st;
-
+// The call that rules 1-10 describe: dtypes, shape, and the tensors' first bytes.
+ValidatedCall validated_call(const Checked& k) {
+  const TensorDesc& x = k.x();
+  const TensorDesc& out = k.out();
   ValidatedCall c;
-  c.op = req.op;
-  c.comm = comm;
-  c.x_dtype = static_cast<DType>(x_dtype);
-  c.scales_dtype = static_cast<DType>(scales_dtype);
-  c.out_dtype = static_cast<DType>(out.dtype);
-  if (fused) {
-    c.in_dtype = static_cast<DType>(x.dtype);
-    c.hif8_target = contract::effective_hif8_target(c.x_dtype, c.scales_dtype, req.config->hif8_target,
+  c.op = k.req.op;
+  c.comm = k.comm;
+  c.x_dtype = as_dtype(k.x_dtype);
+  c.scales_dtype = as_dtype(k.scales_dtype);
+  c.out_dtype = as_dtype(out.dtype);
+  if (k.fused) {
+    c.in_dtype = as_dtype(x.dtype);
+    c.hif8_target = contract::effective_hif8_target(c.x_dtype, c.scales_dtype, k.req.config->hif8_target,
                                                     quant::default_hif8_target());
   }
   c.ndim = static_cast<int>(x.dims.size());
   for (std::size_t i = 0; i < x.dims.size(); ++i) c.shape[i] = x.dims[i];
-  c.rows = static_cast<std::size_t>(BS);
-  c.H = static_cast<std::size_t>(H);
-  if (fused) {
+  c.rows = static_cast<std::size_t>(k.BS);
+  c.H = static_cast<std::size_t>(k.H);
+  if (k.fused) {
     c.x = static_cast<const uint8_t*>(x.data) + static_cast<std::size_t>(x.offset) * dtype_size(c.in_dtype);
   } else {
     c.x = static_cast<const uint8_t*>(x.data) + x.offset;
-    c.scales = static_cast<const uint8_t*>(req.scales->data) +
-               static_cast<std::size_t>(req.scales->offset) * dtype_size(c.scales_dtype);
+    c.scales = static_cast<const uint8_t*>(k.req.scales->data) +
+               static_cast<std::size_t>(k.req.scales->offset) * dtype_size(c.scales_dtype);
   }
-  c.out = static_cast<uint8_t*>(out.data) +
-          static_cast<std::size_t>(out.offset) * dtype_size(c.out_dtype);
-
+  c.out = static_cast<uint8_t*>(out.data) + static_cast<std::size_t>(out.offset) * dtype_size(c.out_dtype);
   if (contract::is_all_reduce(c.op)) c.all_reduce = settings::all_reduce();
+  return c;
+}
 
-  // Rule 11: the staging window must hold at least one chunk.
-  if (comm->window_bytes() > 0 && comm::max_chunk_rows(*comm, c.exchange_spec()) == 0) {
-    const std::size_t w = comm->window_bytes();
-    return invalid("HCCL_BUFFSIZE: the communication window of " + std::to_string(w) + " bytes (" +
-                   std::to_string(w >> 20) + " MB) of group '" + comm->name() +
-                   "' cannot hold one chunk (one row: " + std::to_string(c.H) + " bytes of x and " +
-                   std::to_string(c.scales_row_bytes()) + " bytes of scales per rank, " +
-                   std::to_string(n) + " ranks); raise HCCL_BUFFSIZE (MB)");
+// contract.md §rule-11: the staging window must hold at least one chunk of the call.
+Status rule_11(const ValidatedCall& c) {
+  const comm::Communicator& comm = *c.comm;
+  const std::size_t w = comm.window_bytes();
+  if (w == 0 || comm::max_chunk_rows(comm, c.exchange_spec()) > 0) return Status::Ok();
+  return invalid("HCCL_BUFFSIZE: the communication window of " + std::to_string(w) + " bytes (" +
+                 std::to_string(w >> 20) + " MB) of group '" + comm.name() + "' cannot hold one chunk (one row: " +
+                 std::to_string(c.H) + " bytes of x and " + std::to_string(c.scales_row_bytes()) +
+                 " bytes of scales per rank, " + std::to_string(c.nranks()) + " ranks); raise HCCL_BUFFSIZE (MB)");
+}
+
+using Rule = Status (*)(Checked&);
+constexpr Rule kRules[] = {rule_1, rule_2, rule_3, rule_4, rule_5, rule_6, rule_7, rule_8, rule_9, rule_10};
+
+}  // namespace
+
+Status validate(const OpRequest& req, ValidatedCall* call) {
+  Checked k(req);
+  for (Rule rule : kRules) {
+    if (Status st = rule(k); !st.ok()) return st;
   }
-
+  ValidatedCall c = validated_call(k);
+  if (Status st = rule_11(c); !st.ok()) return st;
   *call = std::move(c);
   return Status::Ok();
 }
