@@ -34,6 +34,7 @@ namespace {
 
 constexpr int32_t kParamInvalid = 161002;
 constexpr int32_t kInt8 = 2, kFloat = 0, kBFloat16 = 27, kFormatND = 2;
+constexpr int32_t kFloat4E2M1 = 40, kFloat4E1M2 = 41;  // QCOLL_DT_FLOAT4_E2M1 / _E1M2
 
 // Both ranks of a 2-rank group make the same call (phase one fails on both, so both take
 // part in the agreement and nobody waits); returns rank 0's status and message.
@@ -73,6 +74,17 @@ TEST(ApiCCallers, DtypeOutsideTheEnumIsRefusedByPhaseOne) {
     EXPECT_EQ(phase_one_on_both(dt, kFormatND, &msg), kParamInvalid) << dt;
     EXPECT_NE(msg.find("x: dtype"), std::string::npos) << msg;
     EXPECT_NE(msg.find(std::to_string(dt)), std::string::npos) << msg;
+  }
+}
+
+// The 4-bit dtypes are in the enum, but the default (vendor) contract refuses them as x,
+// by name (docs/contract.md §ext-fp4-vendor).
+TEST(ApiCCallers, Float4XIsRefusedUnderTheVendorContract) {
+  for (int32_t dt : {kFloat4E2M1, kFloat4E1M2}) {
+    std::string msg;
+    EXPECT_EQ(phase_one_on_both(dt, kFormatND, &msg), kParamInvalid) << dt;
+    EXPECT_NE(msg.find("x: dtype"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(dt == kFloat4E2M1 ? "float4_e2m1" : "float4_e1m2"), std::string::npos) << msg;
   }
 }
 

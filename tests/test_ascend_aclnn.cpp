@@ -151,6 +151,12 @@ const std::vector<Row>& rows() {
       // the dtype combination
       {"XFloat16", [](Call& c) { c.xdt = ACL_FLOAT16; }, ACLNN_ERR_PARAM_INVALID, {"x: dtype", "float16"}},
       {"XInt32", [](Call& c) { c.xdt = ACL_INT32; }, ACLNN_ERR_PARAM_INVALID, {"x: dtype", "3"}},
+      // the 4-bit formats: the vendor's refusal under the default (vendor) contract
+      {"XFloat4E2M1", [](Call& c) { c.xdt = ACL_FLOAT4_E2M1; }, ACLNN_ERR_PARAM_INVALID, {"x: dtype", "float4_e2m1"}},
+      {"XFloat4E1M2Mx", [](Call& c) { c.xdt = ACL_FLOAT4_E1M2, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2}; },
+       ACLNN_ERR_PARAM_INVALID, {"x: dtype", "float4_e1m2"}},
+      {"ScalesFloat4", [](Call& c) { c.sdt = ACL_FLOAT4_E2M1; }, ACLNN_ERR_PARAM_INVALID, {"scales: dtype"}},
+      {"OutputFloat4", [](Call& c) { c.odt = ACL_FLOAT4_E1M2; }, ACLNN_ERR_PARAM_INVALID, {"output: dtype"}},
       {"ScalesFloat16", [](Call& c) { c.sdt = ACL_FLOAT16; }, ACLNN_ERR_PARAM_INVALID, {"scales: dtype"}},
       {"Int8WithE8M0", [](Call& c) { c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2}; }, ACLNN_ERR_PARAM_INVALID,
        {"scales", "int8"}},

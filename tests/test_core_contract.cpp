@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "qcoll/contract.hpp"
+#include "qcoll/qcoll.h"
+#include "qcoll/qcoll.hpp"
 #include "qcoll/settings.hpp"
 
 namespace {
@@ -17,7 +19,8 @@ using qcoll::DType;
 using qcoll::StatusCode;
 
 constexpr DType kAll[] = {DType::Float, DType::Float16, DType::Int8, DType::UInt8, DType::BFloat16,
-                          DType::HiFloat8, DType::Float8E5M2, DType::Float8E4M3FN, DType::Float8E8M0};
+                          DType::HiFloat8, DType::Float8E5M2, DType::Float8E4M3FN, DType::Float8E8M0,
+                          DType::Float4E2M1, DType::Float4E1M2};
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
@@ -412,6 +415,153 @@ TEST(CoreSettings, KernelValues) {
   EXPECT_EQ(s::kernel(), s::Kernel::Auto);
   EXPECT_EQ(testing::internal::GetCapturedStderr(),
             "qcoll: warning: QCOLL_KERNEL: must be auto or scalar, got 'avx2'; using auto\n");
+}
+
+// ---- the extended contract (contract.md §ext) ----
+
+TEST(CoreSettings, ContractValuesOverrideAndError) {
+  EXPECT_EQ(s::parse_contract(nullptr), s::Contract::Vendor);
+  EXPECT_EQ(s::parse_contract(""), s::Contract::Vendor);
+  EXPECT_EQ(s::parse_contract("vendor"), s::Contract::Vendor);
+  EXPECT_EQ(s::parse_contract("extended"), s::Contract::Extended);
+  for (const char* bad : {"Vendor", "EXTENDED", "ext", " extended", "extended ", "1", "on"})
+    EXPECT_FALSE(s::parse_contract(bad)) << bad;
+  EXPECT_STREQ(s::contract_name(s::Contract::Vendor), "vendor");
+  EXPECT_STREQ(s::contract_name(s::Contract::Extended), "extended");
+  ASSERT_FALSE(s::contract_override());  // nothing chose yet: the environment decides
+  s::Contract k = s::Contract::Extended;
+  {
+    EnvVar e(s::kContractName, nullptr);
+    ASSERT_TRUE(s::contract(k).ok());
+    EXPECT_EQ(k, s::Contract::Vendor);  // the default
+  }
+  {
+    EnvVar e(s::kContractName, "extended");
+    ASSERT_TRUE(s::contract(k).ok());
+    EXPECT_EQ(k, s::Contract::Extended);
+  }
+  {
+    EnvVar e(s::kContractName, "Extended");
+    k = s::Contract::Extended;
+    const qcoll::Status st = s::contract(k);
+    EXPECT_EQ(st.code, StatusCode::ParamInvalid);
+    EXPECT_EQ(st.message, "QCOLL_CONTRACT: must be vendor or extended, got \"Extended\"");
+    EXPECT_EQ(k, s::Contract::Vendor);
+    // The program's choice takes precedence over the environment, a bad value included.
+    s::set_contract_override(s::Contract::Extended);
+    ASSERT_TRUE(s::contract(k).ok());
+    EXPECT_EQ(k, s::Contract::Extended);
+    s::set_contract_override(s::Contract::Vendor);
+    ASSERT_TRUE(s::contract(k).ok());
+    EXPECT_EQ(k, s::Contract::Vendor);
+    s::set_contract_override(std::nullopt);  // back to the environment
+    EXPECT_FALSE(s::contract(k).ok());
+  }
+}
+
+TEST(CoreSettings, ContractFromCAndCpp) {
+  EnvVar e(s::kContractName, "extended");
+  qcollContract c = QCOLL_CONTRACT_FROM_ENV;
+  ASSERT_EQ(qcollGetContract(&c), QCOLL_SUCCESS);
+  EXPECT_EQ(c, QCOLL_CONTRACT_EXTENDED);
+  ASSERT_EQ(qcollSetContract(QCOLL_CONTRACT_VENDOR), QCOLL_SUCCESS);
+  ASSERT_EQ(qcollGetContract(&c), QCOLL_SUCCESS);
+  EXPECT_EQ(c, QCOLL_CONTRACT_VENDOR);
+  EXPECT_EQ(qcoll::current_contract(), s::Contract::Vendor);
+  EXPECT_EQ(qcollSetContract(static_cast<qcollContract>(2)), QCOLL_PARAM_INVALID);
+  EXPECT_STREQ(qcollGetRecentErrMsg(),
+               "contract: must be QCOLL_CONTRACT_FROM_ENV (-1), QCOLL_CONTRACT_VENDOR (0) or "
+               "QCOLL_CONTRACT_EXTENDED (1), got 2");
+  EXPECT_EQ(qcoll::current_contract(), s::Contract::Vendor);  // a refused value changes nothing
+  EXPECT_EQ(qcollGetContract(nullptr), QCOLL_PARAM_NULLPTR);
+  ASSERT_EQ(qcollSetContract(QCOLL_CONTRACT_FROM_ENV), QCOLL_SUCCESS);
+  EXPECT_EQ(qcoll::current_contract(), s::Contract::Extended);
+  qcoll::set_contract(s::Contract::Vendor);
+  EXPECT_EQ(qcoll::current_contract(), s::Contract::Vendor);
+  qcoll::set_contract(std::nullopt);
+  setenv(s::kContractName, "both", 1);
+  ASSERT_EQ(qcollGetContract(&c), QCOLL_PARAM_INVALID);
+  EXPECT_EQ(c, QCOLL_CONTRACT_VENDOR);
+  EXPECT_STREQ(qcollGetRecentErrMsg(), "QCOLL_CONTRACT: must be vendor or extended, got \"both\"");
+  try {
+    (void)qcoll::current_contract();
+    ADD_FAILURE() << "no error for a bad QCOLL_CONTRACT";
+  } catch (const qcoll::Error& err) {
+    EXPECT_EQ(err.code(), StatusCode::ParamInvalid);
+  }
+}
+
+TEST(CoreContract, ExtendedDtypes) {
+  using K = s::Contract;
+  // Vendor: exactly the vendor sets, the 4-bit formats refused everywhere.
+  for (DType t : kAll) {
+    EXPECT_EQ(c::x_dtype_allowed(t, K::Vendor), c::is_x_dtype(t)) << qcoll::dtype_name(t);
+    EXPECT_EQ(c::mx_x_dtype_allowed(t, K::Vendor), c::is_mx_x_dtype(t)) << qcoll::dtype_name(t);
+    for (DType sd : kAll) EXPECT_EQ(c::dtypes_fit(t, sd, K::Vendor), c::dtypes_fit(t, sd));
+  }
+  for (DType t : c::kFp4XDtypes) {
+    EXPECT_FALSE(c::is_x_dtype(t) || c::is_mx_x_dtype(t) || c::is_out_dtype(t) || c::is_scales_dtype(t));
+    EXPECT_FALSE(c::check_quant_dtypes(t, DType::Float).ok());
+    EXPECT_FALSE(c::check_quant_dtypes(t, DType::Float8E8M0).ok());
+  }
+  EXPECT_EQ(c::check_quant_dtypes(DType::Float4E2M1, DType::Float).message,
+            "x_dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got float4_e2m1");
+  // Extended: the vendor's and the two 4-bit formats, in KG and in MX.
+  std::vector<DType> x, mx;
+  for (DType t : kAll) {
+    if (c::x_dtype_allowed(t, K::Extended)) x.push_back(t);
+    if (c::mx_x_dtype_allowed(t, K::Extended)) mx.push_back(t);
+  }
+  EXPECT_EQ(x, (std::vector<DType>{DType::Int8, DType::HiFloat8, DType::Float8E5M2, DType::Float8E4M3FN,
+                                   DType::Float4E2M1, DType::Float4E1M2}));
+  EXPECT_EQ(mx, (std::vector<DType>{DType::Float8E5M2, DType::Float8E4M3FN, DType::Float4E2M1, DType::Float4E1M2}));
+  for (DType t : c::kFp4XDtypes) {
+    EXPECT_TRUE(c::dtypes_fit(t, DType::Float, K::Extended));
+    EXPECT_TRUE(c::dtypes_fit(t, DType::Float8E8M0, K::Extended));
+    EXPECT_FALSE(c::dtypes_fit(t, DType::Float16, K::Extended));
+  }
+  EXPECT_FALSE(c::dtypes_fit(DType::Int8, DType::Float8E8M0, K::Extended));  // MX stays float only
+  EXPECT_EQ(c::dtype_list(c::x_dtypes(K::Extended)),
+            "int8, hifloat8, float8_e4m3fn, float8_e5m2, float4_e2m1 or float4_e1m2");
+  EXPECT_EQ(c::dtype_list(c::x_dtypes(K::Vendor)), c::dtype_list(c::kXDtypes));
+  EXPECT_EQ(c::dtype_list(c::mx_x_dtypes(K::Vendor)), c::dtype_list(c::kMxXDtypes));
+}
+
+TEST(CoreContract, ExtendedRankCountsAndH) {
+  using K = s::Contract;
+  for (int n = -1; n <= 1100; ++n) {
+    EXPECT_EQ(c::rank_count_allowed(n, K::Vendor), c::is_rank_count(n)) << n;
+    EXPECT_EQ(c::rank_count_allowed(n, K::Extended), n >= 2 && n <= 1024) << n;
+  }
+  EXPECT_EQ(c::rank_count_rule(K::Vendor), "2, 4 or 8");
+  EXPECT_EQ(c::rank_count_rule(K::Extended), "in [2, 1024]");
+  // BS divisible by n still holds for any n (rule 6).
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(c::output_shape(c::Op::ReduceScatter, {48, 1024}, 3), V({16, 1024}));
+  EXPECT_FALSE(c::output_shape(c::Op::ReduceScatter, {48, 1024}, 5));
+  EXPECT_EQ(c::output_shape(c::Op::ReduceScatter, {1024, 1024}, 1024), V({1, 1024}));
+  for (int64_t h = 0; h <= 9000; h += 64)
+    for (K k : {K::Vendor, K::Extended}) EXPECT_EQ(c::op_h_allowed(h, k), c::op_h_ok(h)) << h;
+}
+
+TEST(CoreContract, ExtendedDataBytes) {
+  // A row of H packed 4-bit elements is H/2 bytes; the window rule's xDataSize is BS·H/2.
+  EXPECT_EQ(c::x_row_bytes(DType::Float4E2M1, 1024), 512u);
+  EXPECT_EQ(c::x_row_bytes(DType::Float4E1M2, 8192), 4096u);
+  EXPECT_EQ(c::x_row_bytes(DType::Float8E4M3FN, 1024), 1024u);
+  EXPECT_EQ(c::x_data_bytes(DType::Float4E2M1, 4096, 5120), 4096u * 5120 / 2);
+  EXPECT_EQ(c::x_data_bytes(DType::Int8, 4096, 5120), 4096u * 5120);
+  EXPECT_EQ(c::x_data_bytes(DType::HiFloat8, 3, 1024), 3072u);
+  for (DType t : {DType::Float, DType::Float16, DType::BFloat16, DType::UInt8, DType::Float8E8M0})
+    EXPECT_EQ(c::x_data_bytes(t, 8, 1024), 0u) << qcoll::dtype_name(t);
+  // The scales do not change with the x format: the same shape and bytes as for 8 bits.
+  EXPECT_EQ(c::scales_row_bytes(DType::Float, 1024), 32u);
+  EXPECT_EQ(c::scales_shape(DType::Float8E8M0, {8, 1024}), (std::vector<int64_t>{8, 16, 2}));
+  // The window for one chunk of 4-bit rows: half the x bytes of the 8-bit rows.
+  const std::size_t rows = 64, H = 4096;
+  const std::size_t chunk = c::x_data_bytes(DType::Float4E2M1, rows, H) + rows * c::scales_row_bytes(DType::Float, H);
+  EXPECT_EQ(chunk, rows * H / 2 + rows * H / 128 * 4);
+  EXPECT_EQ(c::window_mb_for_chunk(chunk), 3u);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 //    bit pattern; with QCOLL_EXHAUSTIVE=1 all 2^31 (minutes).
 //  - FP16 against _Float16 and BF16 against a double-distance rule over all 2^32 inputs:
 //    only with QCOLL_EXHAUSTIVE=1, otherwise skipped.
+//  - E2M1, E1M2 against the value-list oracle (tests/fp4_oracle.hpp): every 97th fp32 bit
+//    pattern, all 2^32 with QCOLL_EXHAUSTIVE=1; E2M1 against ml_dtypes' float4_e2m1fn (a
+//    Python child process) for every finite fp32: only with QCOLL_EXHAUSTIVE=1.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "fp4_oracle.hpp"
+#include "ml_dtypes_child.hpp"
 #include "oracle.hpp"
 #include "qcoll/formats.hpp"
 
@@ -138,4 +143,33 @@ TEST(FormatsExhaustive, BFloat16AllInputs) {
     if (f::encode_bfloat16(x) != want && mismatches++ < 10) ADD_FAILURE() << std::hexfloat << x;
   }
   EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(FormatsExhaustive, Fp4AllInputsAgainstOracle) {
+  const uint64_t stride = exhaustive_requested() ? 1 : 97;
+  struct Codec {
+    const fp4_oracle::Fp4& fm;
+    uint8_t (*encode)(float);
+  };
+  for (const Codec& c : {Codec{fp4_oracle::kE2M1, f::encode_float4_e2m1}, Codec{fp4_oracle::kE1M2, f::encode_float4_e1m2}}) {
+    const fp4_oracle::Fp4& fm = c.fm;
+    uint64_t mismatches = 0;
+    for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += stride) {
+      const float x = from_bits(static_cast<uint32_t>(bits));
+      const uint8_t want = fp4_oracle::encode(fm, x);
+      if (c.encode(x) != want && mismatches++ < 10)
+        ADD_FAILURE() << fm.name << " x=" << std::hexfloat << x << " want " << std::dec << unsigned{want};
+    }
+    EXPECT_EQ(mismatches, 0u) << fm.name;
+  }
+}
+
+TEST(FormatsExhaustive, E2M1AgainstMlDtypes) {
+  if (!exhaustive_requested()) GTEST_SKIP() << "set QCOLL_EXHAUSTIVE=1 to run (2^32 inputs)";
+  if (!ml_dtypes_child::ml_dtypes_available())
+    GTEST_SKIP() << "python3 with ml_dtypes >= 0.5 (float4_e2m1fn) not found (" << ml_dtypes_child::python() << ")";
+  const auto r = ml_dtypes_child::compare(f::encode_float4_e2m1, {}, {{0, 1, uint64_t{1} << 32}});
+  EXPECT_TRUE(r.ran) << r.error;
+  EXPECT_EQ(r.compared, (uint64_t{1} << 32) - 2 * ((uint64_t{1} << 23) - 1));  // all but the NaNs
+  EXPECT_EQ(r.mismatches, 0u) << r.first_mismatch;
 }

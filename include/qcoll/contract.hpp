@@ -7,7 +7,10 @@
 //     multiple of 128 in [1024, 8192]), the rank counts (2, 4, 8), the output shapes;
 //   - the HiF8 KG target range and the window rule (HCCL_BUFFSIZE);
 //   - the fused operators (quantize and exchange in one call): their float input dtypes and
-//     the check of their quantization config.
+//     the check of their quantization config;
+//   - the extended contract (QCOLL_CONTRACT=extended, contract.md §ext): what it adds to
+//     the dtypes and rank counts above, as predicates of the Contract (the functions
+//     without one state the vendor contract and stay as they are).
 // Messages follow the project's shape `param: rule, got value`.
 #pragma once
 #include <cstddef>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::contract {
@@ -186,5 +190,47 @@ std::size_t window_slot_bytes(std::size_t window_bytes);
 // The smallest window, in whole MB, whose slot holds chunk_bytes:
 // ceil(2 * (chunk_bytes + 1 MB) / 1 MB).
 std::size_t window_mb_for_chunk(std::size_t chunk_bytes);
+
+// ---- The extended contract (contract.md §ext; QCOLL_CONTRACT, qcoll/settings.hpp) ----
+// Under Contract::Vendor every predicate below answers as its vendor twin above (the same
+// sets, the same rules); Contract::Extended adds exactly what §ext lists.
+
+using settings::Contract;
+
+// The 4-bit x dtypes (§ext-fp4): float4_e2m1, float4_e1m2, in KG and MX alike.
+inline constexpr DType kFp4XDtypes[] = {DType::Float4E2M1, DType::Float4E1M2};
+// x under extended: kXDtypes, then the 4-bit ones; MX x: kMxXDtypes, then the 4-bit ones.
+inline constexpr DType kExtendedXDtypes[] = {DType::Int8,       DType::HiFloat8,   DType::Float8E4M3FN,
+                                             DType::Float8E5M2, DType::Float4E2M1, DType::Float4E1M2};
+inline constexpr DType kExtendedMxXDtypes[] = {DType::Float8E4M3FN, DType::Float8E5M2, DType::Float4E2M1,
+                                               DType::Float4E1M2};
+
+// The x dtypes of an operator or a quantizer's output (KG) / of the MX mode under c.
+std::span<const DType> x_dtypes(Contract c);
+std::span<const DType> mx_x_dtypes(Contract c);
+bool x_dtype_allowed(DType t, Contract c);
+bool mx_x_dtype_allowed(DType t, Contract c);
+// dtypes_fit under c: any allowed x dtype with float scales, an allowed MX one with E8M0.
+bool dtypes_fit(DType x_dtype, DType scales_dtype, Contract c);
+
+// Rank counts (§ext-ranks): vendor 2, 4 or 8 (is_rank_count); extended any n in
+// [kExtendedMinRanks, kExtendedMaxRanks]. BS must still be a multiple of n (rule 6,
+// output_shape), whatever the contract.
+inline constexpr int kExtendedMinRanks = 2;
+inline constexpr int kExtendedMaxRanks = kMaxCommRanks;  // 1024
+bool rank_count_allowed(int nranks, Contract c);
+// The rule for a message: "2, 4 or 8" (vendor), "in [2, 1024]" (extended).
+std::string rank_count_rule(Contract c);
+
+// The H rules do not depend on the contract (§ext-fp4-h): an operator's H is a multiple of
+// 128 in [1024, 8192] (op_h_ok), a quantizer's a positive multiple of 128 (KG) or 64 (MX)
+// (check_quant_h); both are even, so a 4-bit row is H/2 whole bytes.
+bool op_h_allowed(int64_t H, Contract c);
+
+// Bytes of x data (§ext-fp4-layout, §window): a row of H elements, and BS rows (the
+// window rule's xDataSize): H and BS·H for the 8-bit x dtypes, H/2 and BS·H/2 for the
+// 4-bit ones (packed); 0 for a dtype that is no x dtype of either contract.
+std::size_t x_row_bytes(DType x_dtype, std::size_t H);
+std::size_t x_data_bytes(DType x_dtype, std::size_t BS, std::size_t H);
 
 }  // namespace qcoll::contract

@@ -41,7 +41,11 @@ typedef enum QCOLL_ENUM_INT32 {
   QCOLL_DT_HIFLOAT8 = 34,
   QCOLL_DT_FLOAT8_E5M2 = 35,
   QCOLL_DT_FLOAT8_E4M3FN = 36,
-  QCOLL_DT_FLOAT8_E8M0 = 37
+  QCOLL_DT_FLOAT8_E8M0 = 37,
+  /* 4-bit floats, two per byte, the even flat index in bits 0-3. Taken only under the
+   * extended contract (docs/contract.md §ext-fp4); the vendor contract refuses them. */
+  QCOLL_DT_FLOAT4_E2M1 = 40,
+  QCOLL_DT_FLOAT4_E1M2 = 41
 } qcollDataType;
 
 typedef enum QCOLL_ENUM_INT32 { QCOLL_FORMAT_ND = 2 } qcollFormat; /* ACL_FORMAT_ND is 2 */
@@ -242,6 +246,23 @@ const char *qcollGetVersion(void);
  * PARAM_NULLPTR for a null name and PARAM_INVALID when no communicator of that name is
  * registered for the calling thread or process. */
 qcollStatus qcollGroupInfo(const char *group, int32_t *rank, int32_t *size, const char **transport);
+
+/* ---- The contract (docs/contract.md §ext, §settings QCOLL_CONTRACT) ---------------------
+ * VENDOR is the vendor's contract, the default; EXTENDED adds the 4-bit x dtypes and any
+ * rank count in [2, 1024]. FROM_ENV: no choice of the program, QCOLL_CONTRACT decides. */
+typedef enum QCOLL_ENUM_INT32 {
+  QCOLL_CONTRACT_FROM_ENV = -1,
+  QCOLL_CONTRACT_VENDOR = 0,
+  QCOLL_CONTRACT_EXTENDED = 1
+} qcollContract;
+/* Chooses the contract of this process's later calls, taking precedence over
+ * QCOLL_CONTRACT (FROM_ENV, the initial state, returns the choice to it). Ranks must
+ * agree, as on QCOLL_CONTRACT. PARAM_INVALID for another value (nothing changes). */
+qcollStatus qcollSetContract(qcollContract contract);
+/* The contract a call made now keeps: the program's choice, else QCOLL_CONTRACT (never
+ * FROM_ENV). PARAM_NULLPTR for a null pointer; PARAM_INVALID naming QCOLL_CONTRACT and the
+ * text seen for a bad value of it (*contract is then VENDOR). */
+qcollStatus qcollGetContract(qcollContract *contract);
 
 /* The path the dequantize-and-reduce kernels take on this CPU: "scalar" (QCOLL_KERNEL=scalar)
  * or the SIMD target's name ("AVX3_DL", "AVX3", "AVX2", "NEON", ...). A static string. */

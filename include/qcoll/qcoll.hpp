@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 #include "qcoll/status.hpp"
 
 struct qcollThreadGroup;
@@ -311,5 +312,13 @@ std::optional<GroupInfo> group_info(const std::string& group);
 
 // The kernels' path on this CPU ("scalar" or the SIMD target, e.g. "AVX3_DL", "AVX2").
 std::string kernel_target();
+
+// The contract of this process's later calls (qcollSetContract / qcollGetContract;
+// docs/contract.md §ext): a choice, or nullopt to let QCOLL_CONTRACT decide again.
+using settings::Contract;
+void set_contract(std::optional<Contract> contract);
+// The contract a call made now keeps; throws Error (PARAM_INVALID) for a bad QCOLL_CONTRACT
+// (not contract(): qcoll::contract is the contract module's namespace).
+Contract current_contract();
 
 }  // namespace qcoll

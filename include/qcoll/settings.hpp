@@ -8,8 +8,8 @@
 //       qcoll: warning: NAME: must be RULE, got 'TEXT'; using DEFAULT
 //     (QCOLL_TIMEOUT_S, QCOLL_RANK_THREADS, QCOLL_KERNEL), or
 //   - an error (PARAM_INVALID) with the message  NAME: must be RULE, got "TEXT"
-//     (HCCL_BUFFSIZE, QCOLL_TRANSPORT: they size and choose a communicator, where a guess
-//     would be worse than a refusal).
+//     (HCCL_BUFFSIZE, QCOLL_TRANSPORT: they size and choose a communicator, QCOLL_CONTRACT:
+//     it decides what a call may do; a guess would be worse than a refusal).
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -109,6 +109,25 @@ inline constexpr const char* kShmTagName = "QCOLL_SHM_TAG";
 inline constexpr std::size_t kMaxShmTagChars = 16;
 std::optional<std::string> parse_shm_tag(const char* text);  // "" = no tag
 std::string shm_tag();  // the environment's value, or "" (warning if bad)
+
+// ---- QCOLL_CONTRACT: the contract a call keeps (contract.md §settings, §ext) ----
+// vendor (today's contract: the vendor's rules, bit for bit and refusal for refusal) or
+// extended (vendor plus exactly the extensions of contract.md §ext: the 4-bit x formats and
+// any rank count in [2, 1024]); unset or empty: vendor. Case-sensitive, like the other
+// settings. A program may choose instead of the environment (set_contract_override; C:
+// qcollSetContract, C++: qcoll::set_contract): that choice, while set, takes precedence over
+// QCOLL_CONTRACT. Read at every call; part of the call agreement (ranks that differ fail
+// the call, naming both values). The rules that depend on it: qcoll/contract.hpp.
+inline constexpr const char* kContractName = "QCOLL_CONTRACT";
+enum class Contract : int { Vendor = 0, Extended = 1 };
+const char* contract_name(Contract c);  // "vendor", "extended"
+std::optional<Contract> parse_contract(const char* text);
+// The program's choice for the whole process, or nullopt (the default): QCOLL_CONTRACT decides.
+void set_contract_override(std::optional<Contract> c);
+std::optional<Contract> contract_override();
+// The contract of a call: the program's choice if set, else QCOLL_CONTRACT's; for a bad
+// value PARAM_INVALID naming QCOLL_CONTRACT and the text seen (c is then vendor).
+Status contract(Contract& c);
 
 // ---- The message shapes above, for the settings and their tests ----
 // "NAME: must be RULE, got 'TEXT'; using FALLBACK" (without the "qcoll: warning: " prefix).

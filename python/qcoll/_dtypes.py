@@ -25,6 +25,8 @@ class DType(enum.IntEnum):
     FLOAT8_E5M2 = 35
     FLOAT8_E4M3FN = 36
     FLOAT8_E8M0 = 37
+    FLOAT4_E2M1 = 40  # extended contract only (docs/contract.md §ext-fp4); itemsize 0: packed
+    FLOAT4_E1M2 = 41
 
     @property
     def spec_name(self) -> str:

@@ -243,4 +243,45 @@ std::size_t window_mb_for_chunk(std::size_t chunk_bytes) {
   return (kWindowSlots * (chunk_bytes + kWindowSlotReserveBytes) + kMiB - 1) / kMiB;
 }
 
+// ---- The extended contract ----
+
+std::span<const DType> x_dtypes(Contract c) {
+  if (c == Contract::Extended) return kExtendedXDtypes;
+  return kXDtypes;
+}
+
+std::span<const DType> mx_x_dtypes(Contract c) {
+  if (c == Contract::Extended) return kExtendedMxXDtypes;
+  return kMxXDtypes;
+}
+
+bool x_dtype_allowed(DType t, Contract c) { return contains(x_dtypes(c), t); }
+bool mx_x_dtype_allowed(DType t, Contract c) { return contains(mx_x_dtypes(c), t); }
+
+bool dtypes_fit(DType x_dtype, DType scales_dtype, Contract c) {
+  if (scales_dtype == DType::Float) return x_dtype_allowed(x_dtype, c);
+  if (is_mx(scales_dtype)) return mx_x_dtype_allowed(x_dtype, c);
+  return false;
+}
+
+bool rank_count_allowed(int nranks, Contract c) {
+  if (c == Contract::Extended) return nranks >= kExtendedMinRanks && nranks <= kExtendedMaxRanks;
+  return is_rank_count(nranks);
+}
+
+std::string rank_count_rule(Contract c) {
+  if (c == Contract::Extended)
+    return "in [" + std::to_string(kExtendedMinRanks) + ", " + std::to_string(kExtendedMaxRanks) + "]";
+  return rank_count_list();
+}
+
+bool op_h_allowed(int64_t H, Contract) { return op_h_ok(H); }
+
+std::size_t x_row_bytes(DType x_dtype, std::size_t H) { return x_data_bytes(x_dtype, 1, H); }
+
+std::size_t x_data_bytes(DType x_dtype, std::size_t BS, std::size_t H) {
+  if (!x_dtype_allowed(x_dtype, Contract::Extended)) return 0;
+  return dtype_bytes(x_dtype, BS * H);
+}
+
 }  // namespace qcoll::contract

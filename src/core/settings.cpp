@@ -2,6 +2,7 @@
 // qcoll/settings.hpp). The rules' words live in kRules and nowhere else.
 #include "qcoll/settings.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,7 @@ constexpr Rule kRules[] = {
     {kAllReduceName, "auto, reduce-scatter or gather", "auto"},
     {kMpiChunkName, "a whole number of KiB in [16, 65536]", "64"},
     {kShmTagName, "1 to 16 ASCII letters and digits", "no tag"},
+    {kContractName, "vendor or extended", "vendor"},
 };
 
 const Rule& rule_of(const char* name) {
@@ -249,6 +251,44 @@ std::string shm_tag() {
   if (auto v = parse_shm_tag(text)) return *v;
   warn_once(kShmTagName, text);
   return std::string();
+}
+
+// ---- QCOLL_CONTRACT ----
+
+namespace {
+// The program's choice: -1 none (QCOLL_CONTRACT decides), else a Contract's value.
+std::atomic<int> g_contract_override{-1};
+}  // namespace
+
+const char* contract_name(Contract c) { return c == Contract::Extended ? "extended" : "vendor"; }
+
+std::optional<Contract> parse_contract(const char* text) {
+  if (unset_or_empty(text)) return Contract::Vendor;
+  for (Contract c : {Contract::Vendor, Contract::Extended})
+    if (std::strcmp(text, contract_name(c)) == 0) return c;
+  return std::nullopt;
+}
+
+void set_contract_override(std::optional<Contract> c) {
+  g_contract_override.store(c ? static_cast<int>(*c) : -1, std::memory_order_relaxed);
+}
+
+std::optional<Contract> contract_override() {
+  const int v = g_contract_override.load(std::memory_order_relaxed);
+  if (v < 0) return std::nullopt;
+  return static_cast<Contract>(v);
+}
+
+Status contract(Contract& c) {
+  if (auto o = contract_override()) {
+    c = *o;
+    return Status::Ok();
+  }
+  const char* text = std::getenv(kContractName);
+  const auto v = parse_contract(text);
+  c = v.value_or(Contract::Vendor);
+  if (!v) return Status::Error(StatusCode::ParamInvalid, bad_value_error(kContractName, text));
+  return Status::Ok();
 }
 
 }  // namespace qcoll::settings

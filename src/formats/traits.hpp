@@ -19,8 +19,11 @@
 // IEEE-like formats (E4M3FN, E5M2, FP16, BF16, FP32) also have:
 //   kF32Rebias       127 - bias: added to a normal code's exponent to get fp32's
 //   kMinSubnormal    2^(1 - bias - kMantissaBits): the unit of the subnormal codes
-// MX element formats (E4M3FN, E5M2) also have kMxEmax = floor(log2(kMaxFinite)) (OCP MX
-// v1.0 emax_elem: the shared exponent is floor(log2(amax)) - kMxEmax).
+// MX element formats (E4M3FN, E5M2, E2M1, E1M2) also have kMxEmax = floor(log2(kMaxFinite))
+// (OCP MX v1.0 emax_elem: the shared exponent is floor(log2(amax)) - kMxEmax).
+// The 4-bit formats (E2M1, E1M2; contract.md §ext-fp4) keep a code in the low 4 bits of a
+// uint8_t (kBits 4, sign bit 3) and have kCodes = 16; two codes share a byte in memory
+// (qcoll/formats.hpp, the packed layout).
 #pragma once
 #include <cstdint>
 
@@ -45,15 +48,15 @@ constexpr float ieee_like_value(uint32_t code, int bias, int mant_bits) {
          exp2i(static_cast<int>(exp) - bias - mant_bits);
 }
 
-// The members every IEEE-like format derives from its field widths and its largest code.
-template <class BitsT, int ExpBits, int MantBits, BitsT MaxCode>
-struct IeeeLikeTraits {
+// The members an IEEE-like layout derives from its widths, its bias and its largest code.
+template <class BitsT, int CodeBits, int ExpBits, int MantBits, int Bias, BitsT MaxCode>
+struct IeeeLikeFields {
   using Bits = BitsT;
-  static constexpr int kBits = 8 * sizeof(BitsT);
+  static constexpr int kBits = CodeBits;
   static constexpr bool kSigned = true;
   static constexpr int kExponentBits = ExpBits;
   static constexpr int kMantissaBits = MantBits;
-  static constexpr int kExponentBias = (1 << (ExpBits - 1)) - 1;
+  static constexpr int kExponentBias = Bias;
   static constexpr Bits kSignMask = static_cast<Bits>(Bits{1} << (kBits - 1));
   static constexpr Bits kAbsMask = static_cast<Bits>(kSignMask - 1);
   static constexpr Bits kMaxCode = MaxCode;
@@ -62,8 +65,40 @@ struct IeeeLikeTraits {
   static constexpr float kMinSubnormal = exp2i(1 - kExponentBias - MantBits);
 };
 
+// The IEEE-like formats of whole Bits codes, bias 2^(ExpBits-1) - 1.
+template <class BitsT, int ExpBits, int MantBits, BitsT MaxCode>
+struct IeeeLikeTraits : IeeeLikeFields<BitsT, 8 * sizeof(BitsT), ExpBits, MantBits, (1 << (ExpBits - 1)) - 1, MaxCode> {};
+
+// The members of a byte format whose codes are all finite: no Inf, no NaN (an encoder
+// writes code 0 for a NaN input).
+struct FiniteOnlyCodes {
+  static constexpr bool kHasInf = false;
+  static constexpr bool kHasNaN = false;
+  static constexpr uint8_t kNaNCode = 0;
+  static constexpr bool kNaNKeepsSign = false;
+  static constexpr uint8_t kInfCode = 0;
+};
+
+// The 4-bit formats: 1 sign (bit 3), ExpBits + MantBits = 3, bias 1 (not the IEEE
+// 2^(ExpBits-1) - 1, which would be 0 for E1M2), subnormals below field 1, every code
+// finite: 0x7 is the largest, no Inf, no NaN (an encoder writes code 0 for a NaN input).
+template <int ExpBits, int MantBits>
+struct Fp4Traits : IeeeLikeFields<uint8_t, 4, ExpBits, MantBits, 1, 0x7>, FiniteOnlyCodes {
+  static_assert(ExpBits + MantBits == 3);
+  static constexpr int kCodes = 16;
+  static constexpr int kMxEmax = (0x7 >> MantBits) - 1;
+};
+
 template <DType T>
 struct Traits;  // defined for the number formats below
+
+// FLOAT4_E2M1: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6} (OCP MX E2M1, torch float4_e2m1fn_x2's element).
+template <>
+struct Traits<DType::Float4E2M1> : Fp4Traits<2, 1> {};
+
+// FLOAT4_E1M2: +-{0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75}.
+template <>
+struct Traits<DType::Float4E1M2> : Fp4Traits<1, 2> {};
 
 // FLOAT8_E4M3FN: no infinities; S.1111.111 is the only NaN, so 0x7E (448) is the largest finite.
 template <>
@@ -145,18 +180,13 @@ struct Traits<DType::HiFloat8> {
 
 // INT8: two's complement, -128..127; no NaN, no Inf.
 template <>
-struct Traits<DType::Int8> {
+struct Traits<DType::Int8> : FiniteOnlyCodes {
   using Bits = uint8_t;
   static constexpr int kBits = 8;
   static constexpr bool kSigned = true;
   static constexpr int kExponentBits = 0;
   static constexpr int kMantissaBits = 7;
   static constexpr int kExponentBias = 0;
-  static constexpr bool kHasInf = false;
-  static constexpr bool kHasNaN = false;
-  static constexpr Bits kNaNCode = 0;
-  static constexpr bool kNaNKeepsSign = false;
-  static constexpr Bits kInfCode = 0;
   static constexpr Bits kMaxCode = 0x7F;
   static constexpr Bits kMinCode = 0x80;  // -128
   static constexpr float kMaxFinite = 127.0f;
@@ -194,5 +224,11 @@ static_assert(Traits<DType::BFloat16>::kMaxFinite == 0x1.FEp127f);
 static_assert(Traits<DType::Float>::kMaxFinite == 0x1.FFFFFEp127f);
 static_assert(Traits<DType::HiFloat8>::kMaxFinite == 32768.0f);
 static_assert(Traits<DType::Float8E8M0>::kMaxFinite == 0x1p127f && Traits<DType::Float8E8M0>::kMinValue == 0x1p-127f);
+static_assert(Traits<DType::Float4E2M1>::kMaxFinite == 6.0f && Traits<DType::Float4E2M1>::kMxEmax == 2);
+static_assert(Traits<DType::Float4E2M1>::kMinSubnormal == 0.5f && Traits<DType::Float4E2M1>::kF32Rebias == 126);
+static_assert(Traits<DType::Float4E1M2>::kMaxFinite == 1.75f && Traits<DType::Float4E1M2>::kMxEmax == 0);
+static_assert(Traits<DType::Float4E1M2>::kMinSubnormal == 0.25f && Traits<DType::Float4E1M2>::kF32Rebias == 126);
+static_assert(Traits<DType::Float4E2M1>::kSignMask == 0x8 && Traits<DType::Float4E2M1>::kAbsMask == 0x7);
+static_assert(Traits<DType::Float4E2M1>::kMxEmax == (Traits<DType::Float4E2M1>::kMaxCode >> 1) - 1);
 
 }  // namespace qcoll::formats
