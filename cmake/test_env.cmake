@@ -58,12 +58,13 @@ function(qcoll_gtest_env targets env)
   foreach(target ${targets})
     qcoll_test_labels(labels ${target})  # cmake/test_labels.cmake, by the program's name
     string(APPEND body "foreach(t IN LISTS ${target}_TESTS)\n"
-      "  set_tests_properties(\"\${t}\" PROPERTIES ENVIRONMENT \"${env}\"\n"
-      "    ENVIRONMENT_MODIFICATION \"${QCOLL_TEST_ENV_MODIFICATION}\" LABELS \"${labels}\")\n"
+      "  set(labels \"${labels}\")\n"
       # The tests that start mpirun themselves (the CLI's MPI modes).
       "  if(t MATCHES \"^CliBench\\\\.Mpi\")\n"
-      "    set_property(TEST \"\${t}\" APPEND PROPERTY LABELS mpi)\n"
+      "    list(APPEND labels mpi)\n"
       "  endif()\n"
+      "  set_tests_properties(\"\${t}\" PROPERTIES ENVIRONMENT \"${env}\"\n"
+      "    ENVIRONMENT_MODIFICATION \"${QCOLL_TEST_ENV_MODIFICATION}\" LABELS \"\${labels}\")\n"
       "endforeach()\n")
   endforeach()
   file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qcoll_gtest_env.cmake CONTENT "${body}")
