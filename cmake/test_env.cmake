@@ -7,6 +7,8 @@
 # left in /dev/shm look at this run's segments only (tests/mpi/no_shm_left.sh). Test knobs
 # a caller sets on purpose (QCOLL_SOAK_CALLS, QCOLL_EXHAUSTIVE, QCOLL_TEST_*) are kept.
 
+include(${CMAKE_CURRENT_LIST_DIR}/test_labels.cmake)
+
 file(STRINGS ${PROJECT_SOURCE_DIR}/include/qcoll/settings.hpp _qcoll_setting_lines
      REGEX "inline constexpr const char\\* k[A-Za-z]+Name = \"[A-Z0-9_]+\";")
 set(QCOLL_TEST_CLEARED_VARS "")
@@ -47,24 +49,33 @@ endfunction()
 qcoll_test_env_modification(QCOLL_TEST_ENV_MODIFICATION "")
 
 # The tests gtest_discover_tests() finds at build time (the lists <target>_TESTS that its
-# files define when ctest reads them) get ENVIRONMENT `env` and the cleared environment,
+# files define when ctest reads them) get ENVIRONMENT `env`, the cleared environment and
+# their program's labels,
 # from a file ctest includes after those files (called once, after every
 # gtest_discover_tests() of the directory).
 function(qcoll_gtest_env targets env)
   set(body "# Made by cmake/test_env.cmake: the environment of the discovered GoogleTest tests.\n")
   foreach(target ${targets})
+    qcoll_test_labels(labels ${target})  # cmake/test_labels.cmake, by the program's name
     string(APPEND body "foreach(t IN LISTS ${target}_TESTS)\n"
+      "  set(labels \"${labels}\")\n"
+      # The tests that start mpirun themselves (the CLI's MPI modes).
+      "  if(t MATCHES \"^CliBench\\\\.Mpi\")\n"
+      "    list(APPEND labels mpi)\n"
+      "  endif()\n"
       "  set_tests_properties(\"\${t}\" PROPERTIES ENVIRONMENT \"${env}\"\n"
-      "    ENVIRONMENT_MODIFICATION \"${QCOLL_TEST_ENV_MODIFICATION}\")\n"
+      "    ENVIRONMENT_MODIFICATION \"${QCOLL_TEST_ENV_MODIFICATION}\" LABELS \"\${labels}\")\n"
       "endforeach()\n")
   endforeach()
   file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qcoll_gtest_env.cmake CONTENT "${body}")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_CURRENT_BINARY_DIR}/qcoll_gtest_env.cmake)
 endfunction()
 
-# Applies the cleared environment to every test that add_test() made in the calling
-# directory (call it at the end of each CMakeLists.txt that adds tests).
+# Applies the cleared environment and the labels (cmake/test_labels.cmake) to every test
+# that add_test() made in the calling directory (call it at the end of each CMakeLists.txt
+# that adds tests).
 function(qcoll_clean_test_env)
+  qcoll_label_directory_tests()
   get_property(tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
   foreach(t ${tests})
     get_property(env TEST ${t} PROPERTY ENVIRONMENT)

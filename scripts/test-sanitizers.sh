@@ -46,16 +46,12 @@ step "asan build" nice cmake --build build-asan -j "$JOBS"
 # overflows) and UBSan stay on for them; every other test runs with LeakSanitizer.
 # (Tests that start mpirun are named mpi.* or CliBench.Mpi*.)
 MPI_TESTS='^mpi\.|^CliBench\.Mpi'
-# A test that fails is run once more (--repeat until-pass:2); ctest's output keeps the
-# failed run, and a test that fails twice fails the run. (The hangs that led to this were
-# forked children inheriting a locked ASan allocator from the unique-id root's thread
-# starting up; fixed in src/comm/bootstrap_root.cpp.)
-RETRY=(--repeat until-pass:2)
+# No retry: a test that fails once fails the run (a flaky test is a bug to fix, not to rerun).
 mkdir -p build-asan/test-reports
-step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 "${RETRY[@]}" -E "$MPI_TESTS" \
+step "asan ctest" ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E "$MPI_TESTS" \
   --output-junit "$PWD/build-asan/test-reports/ctest.xml"
 step "asan ctest (MPI, no leak check)" env ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
-  ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 "${RETRY[@]}" -R "$MPI_TESTS" \
+  ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -R "$MPI_TESTS" \
   --output-junit "$PWD/build-asan/test-reports/ctest-mpi.xml"
 # A skip that tests/allowed_skips.txt does not list fails here too.
 step "asan skips" "${PYTHON:-python3}" scripts/check_skips.py tests/allowed_skips.txt \

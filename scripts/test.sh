@@ -2,7 +2,13 @@
 # Runs every test suite: the C++ suites (ctest) against the build in $1 (default build/),
 # the exhaustive format tests, then the Python package's tests (pytest) after installing it
 # with pip (incremental build in build/python-*; QCOLL_SKIP_PYTHON=1 skips this part), then
-# the sanitizer builds and short fuzz runs (QCOLL_SANITIZERS=0 skips them).
+# the sanitizer builds and short fuzz runs (QCOLL_SANITIZERS=0 skips them), and the
+# function-size check (scripts/lizard.sh).
+#
+#   scripts/test.sh [BUILD_DIR]           everything (./run.sh test)
+#   scripts/test.sh --quick [BUILD_DIR]   the developer loop: the ctest label `unit` without
+#                                         `slow` or `mpi` (cmake/test_labels.cmake), built tree;
+#                                         nothing else (./run.sh quick builds, then runs it)
 #
 # What the caller's environment cannot change: every QCOLL_* / HCCL_* setting and the
 # launcher variables of torchrun and mpirun are cleared first (the knobs of these scripts,
@@ -11,6 +17,8 @@
 # caller opted out of it. Prints the time of each stage at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+QUICK=0
+if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
 BUILD_DIR=${1:-build}
 export PYTHON=${PYTHON:-python3}
 
@@ -49,6 +57,14 @@ requirements() {
     exit 1
   fi
 }
+
+# ---- the quick loop ----------------------------------------------------------------------------
+if [ "$QUICK" = 1 ]; then
+  step "ctest -L unit -LE 'slow|mpi'" ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 300 \
+    -L unit -LE '^(slow|mpi)$'
+  exit 0
+fi
+
 step "requirements" requirements
 
 # ---- C++ -------------------------------------------------------------------------------------
@@ -98,3 +114,6 @@ step "skips" "$PYTHON" scripts/check_skips.py tests/allowed_skips.txt "${reports
 
 # ---- sanitizers and fuzzing --------------------------------------------------------------------
 step "sanitizers" scripts/test-sanitizers.sh
+
+# ---- function size and complexity (src/, tools/: lizard -C 20 -L 80) ------------------------------
+step "lizard" scripts/lizard.sh

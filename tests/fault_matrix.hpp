@@ -1,5 +1,7 @@
 // Shared pieces of the fault-matrix tests: what one rank does in a case, what it observed,
-// and the table row printed per case (the note's "case x transport -> status, time").
+// and the row printed per case; scripts/fault_matrix_table.py turns the rows into the
+// table "case x transport -> statuses, slowest time" of docs/hardening.md §Fault matrix.
+// (The GoogleTest checks of a case: fault_cases.hpp.)
 #pragma once
 #include <dirent.h>
 

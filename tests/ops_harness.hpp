@@ -1,14 +1,18 @@
 // Helpers for the operator tests: a thread group whose ranks run a function each, RAII C
-// tensors, and both phases of an operator in one call.
+// tensors, both phases of an operator in one call, and the phase-one rule tables of
+// test_ops_validation.cpp and test_ops_fused.cpp (RuleCase, QCOLL_RULE_TABLE_TESTS).
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "qcoll/qcoll.h"
@@ -90,6 +94,42 @@ inline qcollStatus call_op(Op op, const qcollTensor* x, const qcollTensor* s, co
                                  : qcollQuantAllReduce(ws ? w.data() : nullptr, ws, e, nullptr);
 }
 
+inline int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+// Room for a tensor of `shape` of any dtype up to 4 bytes, with slack (a table's bad shapes
+// and strides must not make a rank read or write outside it).
+inline std::vector<uint8_t> scratch(const std::vector<int64_t>& shape) {
+  return std::vector<uint8_t>(std::max<int64_t>(numel(shape), 1) * 4 + 4096);
+}
+
+// The group argument of a table's call: the group's own name, null, a name no group has,
+// or a name of 128 characters (one over the limit).
+enum class GroupArg { Own, Null, Unknown, Long128 };
+inline const char* group_arg(GroupArg a, const Group& g) {
+  static const std::string long_name(128, 'a');
+  switch (a) {
+    case GroupArg::Own: return g.name();
+    case GroupArg::Null: return nullptr;
+    case GroupArg::Unknown: return "no-such-group";
+    case GroupArg::Long128: return long_name.c_str();
+  }
+  return nullptr;
+}
+
+// Runs f(rank, group) on every rank of a new group of n, st and msg sized for each rank's
+// status and message (st starts at -1: a rank that never set it fails the checks).
+template <class F>
+void on_every_rank(int n, std::vector<qcollStatus>& st, std::vector<std::string>& msg, F f) {
+  Group g(n);
+  st.assign(n, -1);
+  msg.assign(n, "");
+  g.run([&](int r) { f(r, g); });
+}
+
 // A row of a phase-one validation table: how a default call of type Call is changed, and
 // what every rank must then see.
 template <class Call>
@@ -113,4 +153,25 @@ void expect_rejected(const RuleCase<Call>& k, const std::vector<qcollStatus>& st
   }
 }
 
+// A table row's call, made by run(call, st, msg) on every rank, then checked.
+template <class Call, class Run>
+void check_rule_case(const RuleCase<Call>& k, Run run) {
+  Call c;
+  k.change(c);
+  std::vector<qcollStatus> st;
+  std::vector<std::string> msg;
+  run(c, st, msg);
+  expect_rejected(k, st, msg);
+}
+
 }  // namespace harness
+
+// One test per row of a rule table (`table()` returns the rows): Rules/Suite.RejectedWithCodeAndMessage/<row name>,
+// each making the row's call with run(call, st, msg) and checking it (check_rule_case).
+#define QCOLL_RULE_TABLE_TESTS(Suite, table, run)                                                        \
+  class Suite : public ::testing::TestWithParam<std::decay_t<decltype(table()[0])>> {};                  \
+  TEST_P(Suite, RejectedWithCodeAndMessage) {                                                          \
+    harness::check_rule_case(GetParam(), [](const auto& c, auto& st, auto& msg) { run(c, st, msg); }); \
+  }                                                                                                    \
+  INSTANTIATE_TEST_SUITE_P(Rules, Suite, ::testing::ValuesIn(table()),                                 \
+                           [](const auto& info) { return info.param.name; })

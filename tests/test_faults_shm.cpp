@@ -25,7 +25,7 @@
 #include "comm/registry.hpp"
 #include "comm/shm_communicator.hpp"
 #include "comm/shm_segment.hpp"
-#include "fault_matrix.hpp"
+#include "fault_cases.hpp"
 
 namespace {
 
@@ -33,8 +33,13 @@ using faults::RankCall;
 using faults::RankResult;
 using namespace qcoll::comm;
 
-constexpr int kRanks = 4;
-constexpr double kLongTimeout = 30.0, kFastBound = 10.0, kShortTimeout = 2.0, kMargin = 3.0;
+using faults::all_same;
+using faults::expect_all_failed;
+using faults::kFastBound;
+using faults::kLongTimeout;
+
+constexpr int kRanks = faults::kCaseRanks;
+constexpr double kShortTimeout = 2.0, kMargin = 3.0;  // missing-peer cases
 constexpr int kKillDelayMsDefault = 100;
 constexpr std::size_t kWindow = 4u << 20;  // HCCL_BUFFSIZE-like window per rank: 4 MB
 
@@ -129,24 +134,6 @@ std::vector<RankPlan> plans_of(const std::vector<RankCall>& first) {
   for (int r = 0; r < kRanks; ++r) p[r].calls = {first[r]};
   return p;
 }
-std::vector<RankCall> all_same(const RankCall& c = RankCall{}) { return std::vector<RankCall>(kRanks, c); }
-
-void expect_all_failed(const std::vector<RankResult>& rs, int faulty, qcollStatus faulty_status, double bound,
-                       double min_seconds = 0) {
-  for (int r = 0; r < kRanks; ++r) {
-    const RankResult& x = rs[r];
-    if (!x.called) continue;
-    SCOPED_TRACE("rank " + std::to_string(r) + ": " + x.message);
-    EXPECT_EQ(x.status, r == faulty ? faulty_status : QCOLL_RUNTIME_ERROR);
-    EXPECT_FALSE(x.message.empty());
-    EXPECT_TRUE(x.output_untouched) << "output written by a failed call";
-    EXPECT_LE(x.seconds, bound);
-    if (r != faulty) {
-      EXPECT_GE(x.seconds, min_seconds);
-    }
-  }
-}
-
 // (Other processes may create qcoll segments meanwhile, e.g. MPI tests run in parallel: the
 // check is on this test's own segment name, in run_processes.)
 class FaultsShm : public ::testing::Test {};

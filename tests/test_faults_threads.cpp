@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "fault_matrix.hpp"
+#include "fault_cases.hpp"
 #include "ops_harness.hpp"
 
 namespace {
@@ -21,11 +21,14 @@ namespace {
 using faults::RankCall;
 using faults::RankResult;
 
-constexpr int kRanks = 4;
-// Fast-failure cases run with a long timeout and must end far below it: they cannot have
-// relied on the timeout. Missing-peer cases run with a short one.
-constexpr double kLongTimeout = 30.0;
-constexpr double kFastBound = 10.0;
+using faults::all_same;
+using faults::expect_all_failed;
+using faults::expect_success;
+using faults::kFastBound;
+using faults::kLongTimeout;
+
+constexpr int kRanks = faults::kCaseRanks;
+// Missing-peer cases (fault_cases.hpp has the fast-failure bounds).
 constexpr double kShortTimeout = 1.5;
 constexpr double kMargin = 5.0;  // scheduling slack on a loaded 2-core machine under sanitizers
 
@@ -56,36 +59,8 @@ class FaultsThreads : public ::testing::Test {
     return rs;
   }
 
-  // Every rank that called failed: `faulty` with faulty_status, the others RUNTIME_ERROR,
-  // all with a message, no output written, each within `bound` seconds (and, when
-  // min_seconds > 0, not before it: they waited for the timeout).
-  void expect_all_failed(const std::vector<RankResult>& rs, int faulty, qcollStatus faulty_status,
-                         double bound, double min_seconds = 0) {
-    for (int r = 0; r < kRanks; ++r) {
-      const RankResult& x = rs[r];
-      if (!x.called) continue;
-      SCOPED_TRACE("rank " + std::to_string(r) + ": " + x.message);
-      EXPECT_EQ(x.status, r == faulty ? faulty_status : QCOLL_RUNTIME_ERROR);
-      EXPECT_FALSE(x.message.empty());
-      EXPECT_TRUE(x.output_untouched) << "output written by a failed call";
-      EXPECT_LE(x.seconds, bound);
-      if (r != faulty) {
-        EXPECT_GE(x.seconds, min_seconds);
-      }
-    }
-  }
-
-  void expect_success(const std::vector<RankResult>& rs) {
-    for (int r = 0; r < kRanks; ++r) {
-      EXPECT_EQ(rs[r].status, QCOLL_SUCCESS) << "rank " << r << ": " << rs[r].message;
-      EXPECT_TRUE(rs[r].output_correct) << "rank " << r;
-    }
-  }
-
   int threads_before_ = 0;
 };
-
-std::vector<RankCall> all_same(const RankCall& c = RankCall{}) { return std::vector<RankCall>(kRanks, c); }
 
 TEST_F(FaultsThreads, InvalidInputOnOneRank) {
   set_timeout(kLongTimeout);

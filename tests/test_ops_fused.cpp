@@ -188,7 +188,7 @@ TEST(FusedBits, ShmWindowChunks) {
 
 // ---- Validation (contract.md §fused-validation) ------------------------------------------
 
-enum class GroupArg { Own, Null, Unknown };
+using harness::GroupArg;
 
 struct Call {
   bool all_reduce = false;
@@ -205,24 +205,14 @@ struct Call {
 
 using Case = harness::RuleCase<Call>;
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
 void run_phase_one(const Call& c, std::vector<qcollStatus>& st, std::vector<std::string>& msg) {
-  harness::Group g(c.nranks);
-  st.assign(c.nranks, -1);
-  msg.assign(c.nranks, "");
-  g.run([&](int r) {
-    std::vector<uint8_t> ib(std::max<int64_t>(numel(c.ishape), 1) * 4 + 4096);
-    std::vector<uint8_t> ob(std::max<int64_t>(numel(c.oshape), 1) * 4 + 4096);
+  harness::on_every_rank(c.nranks, st, msg, [&](int r, const harness::Group& g) {
+    std::vector<uint8_t> ib = harness::scratch(c.ishape), ob = harness::scratch(c.oshape);
     harness::Tensor ti(qcollCreateTensor(c.ishape.data(), c.ishape.size(), c.idt,
                                          c.istrides.empty() ? nullptr : c.istrides.data(), 0, QCOLL_FORMAT_ND,
                                          c.ishape.data(), c.ishape.size(), c.null_idata ? nullptr : ib.data()));
     harness::Tensor to(c.oshape, c.odt, c.null_odata ? nullptr : ob.data());
-    const char* group = c.group == GroupArg::Own ? g.name() : c.group == GroupArg::Null ? nullptr : "no-such-group";
+    const char* group = harness::group_arg(c.group, g);
     uint64_t ws = 0;
     qcollOpExecutor* exec = nullptr;
     auto prepare = c.all_reduce ? qcollQuantizeAllReduceGetWorkspaceSize : qcollQuantizeReduceScatterGetWorkspaceSize;
@@ -299,20 +289,7 @@ const std::vector<Case>& cases() {
   return k;
 }
 
-class FusedValidation : public ::testing::TestWithParam<Case> {};
-
-TEST_P(FusedValidation, RejectedWithCodeAndMessage) {
-  const Case& k = GetParam();
-  Call c;
-  k.change(c);
-  std::vector<qcollStatus> st;
-  std::vector<std::string> msg;
-  run_phase_one(c, st, msg);
-  harness::expect_rejected(k, st, msg);
-}
-
-INSTANTIATE_TEST_SUITE_P(Rules, FusedValidation, ::testing::ValuesIn(cases()),
-                         [](const auto& info) { return info.param.name; });
+QCOLL_RULE_TABLE_TESTS(FusedValidation, cases, run_phase_one);
 
 TEST(FusedValidationOk, EveryInputAndModeAndHif8TargetLimits) {
   for (qcollDataType in : {QCOLL_DT_FLOAT, QCOLL_DT_FLOAT16, QCOLL_DT_BFLOAT16})

@@ -11,11 +11,10 @@
 
 #include "ops_harness.hpp"
 
+using harness::GroupArg;
 using harness::Op;
 
 namespace {
-
-enum class GroupArg { Own, Null, Unknown, Long128 };
 
 struct Call {
   Op op = Op::ReduceScatter;
@@ -33,23 +32,12 @@ struct Call {
 
 using Case = harness::RuleCase<Call>;
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
 // Phase one on every rank; returns each rank's status and message.
 void run_phase_one(const Call& c, std::vector<qcollStatus>& st, std::vector<std::string>& msg,
                    bool run_phase_two = false) {
-  harness::Group g(c.nranks);
-  const std::string long_name(128, 'a');
-  st.assign(c.nranks, -1);
-  msg.assign(c.nranks, "");
-  g.run([&](int r) {
-    std::vector<uint8_t> xb(std::max<int64_t>(numel(c.xshape), 1) * 4 + 4096);
-    std::vector<uint8_t> sb(std::max<int64_t>(numel(c.sshape), 1) * 4 + 4096);
-    std::vector<uint8_t> ob(std::max<int64_t>(numel(c.oshape), 1) * 4 + 4096);
+  harness::on_every_rank(c.nranks, st, msg, [&](int r, const harness::Group& g) {
+    std::vector<uint8_t> xb = harness::scratch(c.xshape), sb = harness::scratch(c.sshape),
+                         ob = harness::scratch(c.oshape);
     auto strides = [](const std::vector<int64_t>& given) { return given.empty() ? nullptr : given.data(); };
     const auto& storage = c.xstorage.empty() ? c.xshape : c.xstorage;
     harness::Tensor tx(qcollCreateTensor(c.xshape.data(), c.xshape.size(), c.xdt, strides(c.xstrides), 0,
@@ -59,10 +47,7 @@ void run_phase_one(const Call& c, std::vector<qcollStatus>& st, std::vector<std:
     harness::Tensor to(qcollCreateTensor(c.oshape.data(), c.oshape.size(), c.odt, strides(c.ostrides), 0,
                                          QCOLL_FORMAT_ND, c.oshape.data(), c.oshape.size(), ob.data()));
     EXPECT_NE(tx.get(), nullptr) << qcollGetRecentErrMsg();
-    const char* group = c.group == GroupArg::Own       ? g.name()
-                        : c.group == GroupArg::Null    ? nullptr
-                        : c.group == GroupArg::Unknown ? "no-such-group"
-                                                       : long_name.c_str();
+    const char* group = harness::group_arg(c.group, g);
     uint64_t ws = 0;
     qcollOpExecutor* exec = nullptr;
     auto prepare = c.op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize
@@ -164,20 +149,7 @@ const std::vector<Case>& cases() {
   return k;
 }
 
-class Validation : public ::testing::TestWithParam<Case> {};
-
-TEST_P(Validation, RejectedWithCodeAndMessage) {
-  const Case& k = GetParam();
-  Call c;
-  k.change(c);
-  std::vector<qcollStatus> st;
-  std::vector<std::string> msg;
-  run_phase_one(c, st, msg);
-  harness::expect_rejected(k, st, msg);
-}
-
-INSTANTIATE_TEST_SUITE_P(Rules, Validation, ::testing::ValuesIn(cases()),
-                         [](const auto& info) { return info.param.name; });
+QCOLL_RULE_TABLE_TESTS(Validation, cases, run_phase_one);
 
 // Calls that must pass: group sizes 2/4/8, 3-D x, MX, both operators, a 127-character name.
 TEST(ValidationOk, GroupSizesShapesAndOperators) {
