@@ -230,10 +230,10 @@ def _has_cairo(gnuplot: str) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=16, help="per rank")
-    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=10, help="steps left out of the step times")
     ap.add_argument("--wrappers", nargs="+", default=list(WRAPPERS), choices=WRAPPERS)

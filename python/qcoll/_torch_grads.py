@@ -12,7 +12,6 @@ quantization, ``e - dequantize(quantize(e))`` with ``e = gradient + residual``, 
 to the next step's gradient; the residual is in the state's ``state_dict()``.
 """
 
-from __future__ import annotations
 
 from typing import Optional
 
