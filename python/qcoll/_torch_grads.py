@@ -40,14 +40,15 @@ _QUANTIZERS = {
 _GRAD_DTYPES = (torch.float32, torch.bfloat16)
 
 
-def _check_mode(mode) -> tuple:
-    """(x dtype, scales dtype) of a float-in mode, checked by the contract's own table."""
+def _check_mode(mode, error_feedback: bool) -> tuple:
+    """(x dtype, scales dtype) of a float-in mode, checked by the contract's own table
+    (error feedback also quantizes here, so it needs the mode's quantizer)."""
     if not isinstance(mode, str):
         raise invalid(f"mode: must be a string ({', '.join(_qt.MODES)}), got {mode!r}")
     xd, sd = (_core_name(v) for v in _core.quant_mode(mode))
-    if sd not in _QUANTIZERS:
-        raise invalid(f"mode: {mode!r} has {sd} scales, which qcoll.torch's gradient reduction does not quantize "
-                      f"yet (it knows {', '.join(_QUANTIZERS)})")
+    if error_feedback and sd not in _QUANTIZERS:
+        raise invalid(f"error_feedback: mode {mode!r} has {sd} scales, which qcoll.torch's error feedback does "
+                      f"not quantize yet (it knows {', '.join(_QUANTIZERS)})")
     return xd, sd
 
 
@@ -118,9 +119,9 @@ class _Reducer:
 
     def __init__(self, mode: str, error_feedback: bool):
         self.mode = mode
-        self.x_dtype, self.scales_dtype = _check_mode(mode)
         if not isinstance(error_feedback, bool):
             raise invalid(f"error_feedback: must be True or False, got {error_feedback!r}")
+        self.x_dtype, self.scales_dtype = _check_mode(mode, error_feedback)
         self.error_feedback = error_feedback
         self.residuals = _Residuals()
 
