@@ -60,6 +60,7 @@ from .ops import abstain
 __all__ = [
     "quant_reduce_scatter", "quant_all_reduce", "reduce_scatter", "all_reduce",
     "Work", "QuantHookState", "quant_allreduce_hook", "MODES",
+    "FSDPReduceScatter", "quantize_fsdp_gradients", "FSDPHookState", "quant_reduce_scatter_hook",
     "transport", "release", "init_process_group",
 ]
 
@@ -524,55 +525,10 @@ def all_reduce(input, group=None, *, mode: str = "kg-int8", output_dtype=None, a
     return _float("ar", group, input, mode, output_dtype, async_op, out)
 
 
-# ---- DDP gradient compression hook ------------------------------------------------------------
+# ---- gradient reduction for DDP, FSDP2 and FSDP1 (qcoll/_torch_grads.py) ------------------------
 
-_HOOK_H = 1024  # row length of the padded bucket: groups of 128 / 32 never cross a row anyway
-
-
-class QuantHookState:
-    """State of :func:`quant_allreduce_hook`: the group (default: the world group), the
-    mode (see :data:`MODES`) and the dtype of the all-reduced result (bfloat16 halves the
-    all-gather's bytes; float32 keeps the sum exact)."""
-
-    def __init__(self, group=None, mode: str = "kg-int8", output_dtype=torch.bfloat16):
-        # Checked here, where the mistake is made, not inside the first backward(): the
-        # mode, the output dtype and (once torch.distributed is initialised) the group and
-        # its size, by the operators' own rules.
-        if not isinstance(mode, str):
-            raise invalid(f"mode: must be a string ({', '.join(MODES)}), got {mode!r}")
-        _core.quant_mode(mode)  # the contract's spellings, as qcoll.all_reduce takes them
-        _out_dtype(output_dtype, torch.bfloat16)
-        if dist.is_available() and dist.is_initialized():
-            g = _resolve_group(group)
-            n = dist.get_world_size(g)
-            if not _core.is_rank_count(n):
-                raise invalid(f"group: the quantized all-reduce takes a group of {_core.rank_count_list()} ranks, "
-                              f"got {n} (QuantHookState refuses it at once instead of failing in backward())")
-        self.group = group
-        self.mode = mode
-        self.output_dtype = output_dtype
-
-
-def _padded_rows(numel: int, n: int) -> int:
-    rows = -(-numel // _HOOK_H)
-    return max(n, -(-rows // n) * n)
-
-
-def quant_allreduce_hook(state: QuantHookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    """A DDP communication hook (``model.register_comm_hook(state, quant_allreduce_hook)``):
-    averages the bucket over the group with a quantized all-reduce. The flat bucket is
-    padded with zeros to (rows, 1024), rows a multiple of the group size."""
-    buf = bucket.buffer()
-    g = _resolve_group(state.group)
-    n = dist.get_world_size(g)
-    numel = buf.numel()
-    rows = _padded_rows(numel, n)
-    x = torch.zeros(rows * _HOOK_H, dtype=torch.float32)
-    x[:numel] = buf.detach().reshape(-1)
-    work = all_reduce(x.view(rows, _HOOK_H), g, mode=state.mode, output_dtype=state.output_dtype, async_op=True)
-
-    def finish(fut: torch.futures.Future) -> torch.Tensor:
-        total = fut.value().reshape(-1)[:numel]
-        return (total.to(torch.float32) / n).to(buf.dtype).view_as(buf)
-
-    return work.get_future().then(finish)
+from ._torch_grads import _ROW_H as _HOOK_H  # noqa: E402,F401 - the padded layout's row length
+from ._torch_grads import _padded_rows  # noqa: E402,F401
+from ._torch_grads import (  # noqa: E402 - needs the definitions above
+    FSDPHookState, FSDPReduceScatter, QuantHookState, quant_allreduce_hook, quant_reduce_scatter_hook,
+    quantize_fsdp_gradients)
