@@ -88,8 +88,7 @@ Data& data() {
 
 std::size_t touched_bytes(const ReduceArgs& a) {
   const std::size_t scale_bytes = a.scales_dtype == DType::Float ? a.count / 128 * 4 : a.count / 32;
-  return static_cast<std::size_t>(a.nsrc) * (a.count + scale_bytes) +
-         a.count * qcoll::dtype_size(a.out_dtype);
+  return static_cast<std::size_t>(a.nsrc) * (a.count + scale_bytes) + a.count * qcoll::dtype_size(a.out_dtype);
 }
 
 struct Case {
@@ -195,8 +194,8 @@ int main(int argc, char** argv) {
   for (DType out : {DType::BFloat16, DType::Float16, DType::Float}) {
     for (const Mode& m : modes) {
       for (int n : {2, 4, 8}) {
-        const std::string base = std::string(m.name) + "/" + std::string(qcoll::dtype_name(out)) +
-                                 "/n:" + std::to_string(n);
+        const std::string base =
+            std::string(m.name) + "/" + std::string(qcoll::dtype_name(out)) + "/n:" + std::to_string(n);
         const Case c{m, out, n, {}, {}};
         std::vector<std::string> paths = {"scalar", "simd", "threads:2"};
         for (const std::string& t : targets) paths.push_back(t);
@@ -204,15 +203,20 @@ int main(int argc, char** argv) {
           const bool target = path != "scalar" && path != "simd" && path != "threads:2";
           const std::string name = "kernel/" + base + "/" + (target ? "target:" : "") + path;
           benchmark::RegisterBenchmark(name.c_str(), run_kernel, c, path)
-              ->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", min_of);
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime()
+              ->ComputeStatistics("min", min_of);
         }
         benchmark::RegisterBenchmark(("memcpy/" + base).c_str(), run_memcpy, c)
-            ->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", min_of);
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->ComputeStatistics("min", min_of);
         std::vector<std::string> paired = {"simd"};
         for (const std::string& t : targets) paired.push_back(t);
         for (const std::string& path : paired) {
           benchmark::RegisterBenchmark(("paired/" + base + "/" + path).c_str(), run_paired, c, path)
-              ->Unit(benchmark::kMillisecond)->UseRealTime();
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
         }
       }
     }

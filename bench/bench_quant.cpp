@@ -39,8 +39,10 @@ struct Mode {
   DType x, scales;
 };
 constexpr Mode kModes[] = {
-    {"kg-int8", DType::Int8, DType::Float},         {"kg-hif8", DType::HiFloat8, DType::Float},
-    {"kg-e4m3", DType::Float8E4M3FN, DType::Float}, {"kg-e5m2", DType::Float8E5M2, DType::Float},
+    {"kg-int8", DType::Int8, DType::Float},
+    {"kg-hif8", DType::HiFloat8, DType::Float},
+    {"kg-e4m3", DType::Float8E4M3FN, DType::Float},
+    {"kg-e5m2", DType::Float8E5M2, DType::Float},
     {"mx-e4m3", DType::Float8E4M3FN, DType::Float8E8M0},
     {"mx-e5m2", DType::Float8E5M2, DType::Float8E8M0},
 };
@@ -166,8 +168,7 @@ void register_all() {
       for (std::size_t rows : {std::size_t{1024}, kMaxRows}) {
         const std::string tail = std::string(m.name) + "/" + in.name + "/" + std::to_string(rows);
         if (rows == 1024)  // the reference is 10-30x slower: one size is enough
-          benchmark::RegisterBenchmark(("quant/" + tail + "/scalar").c_str(), BM_QuantizeScalar, m,
-                                       in.dtype, rows)
+          benchmark::RegisterBenchmark(("quant/" + tail + "/scalar").c_str(), BM_QuantizeScalar, m, in.dtype, rows)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         for (int threads : {1, 2}) {
@@ -175,8 +176,8 @@ void register_all() {
           benchmark::RegisterBenchmark(("quant/" + tail + t).c_str(), BM_Quantize, m, in.dtype, rows, threads)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
-          benchmark::RegisterBenchmark(("memcpy/" + tail + t).c_str(), BM_Memcpy,
-                                       touched_bytes(m, in.dtype, rows), threads)
+          benchmark::RegisterBenchmark(("memcpy/" + tail + t).c_str(), BM_Memcpy, touched_bytes(m, in.dtype, rows),
+                                       threads)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }

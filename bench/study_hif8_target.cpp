@@ -48,8 +48,8 @@ struct Method {
   float target;  // HiF8 only
 };
 
-std::vector<float> round_trip(const std::vector<float>& x, std::size_t rows, std::size_t H,
-                              const Method& m, std::vector<float>* scales_out = nullptr) {
+std::vector<float> round_trip(const std::vector<float>& x, std::size_t rows, std::size_t H, const Method& m,
+                              std::vector<float>* scales_out = nullptr) {
   std::vector<uint8_t> q(x.size());
   std::vector<float> s(x.size() / 128);
   qq::KgOptions opt;
@@ -72,8 +72,7 @@ struct TensorError {
   double max_over_amax = 0;
 };
 
-TensorError tensor_error(const std::vector<float>& x, std::size_t rows, std::size_t H,
-                         const Method& m) {
+TensorError tensor_error(const std::vector<float>& x, std::size_t rows, std::size_t H, const Method& m) {
   std::vector<float> d = round_trip(x, rows, H, m);
   double num = 0, den = 0, worst = 0;
   for (std::size_t g = 0; g < x.size() / 128; ++g) {
@@ -89,8 +88,7 @@ TensorError tensor_error(const std::vector<float>& x, std::size_t rows, std::siz
   return {std::sqrt(num / den), worst};
 }
 
-double sum_error(const std::vector<std::vector<float>>& xs, std::size_t rows, std::size_t H,
-                 const Method& m) {
+double sum_error(const std::vector<std::vector<float>>& xs, std::size_t rows, std::size_t H, const Method& m) {
   const std::size_t n = xs[0].size();
   std::vector<float> acc(n, 0.0f);
   std::vector<double> exact(n, 0.0);
@@ -170,11 +168,16 @@ int main(int argc, char** argv) {
       usage_error("unknown option '" + a + "'");
     if (i + 1 >= argc) usage_error(a + " needs a value");
     const char* v = argv[++i];
-    if (a == "--rows") rows = parse_count(a, v);
-    else if (a == "--H") H = parse_count(a, v);
-    else if (a == "--ranks") ranks = parse_count(a, v);
-    else if (a == "--sum-rows") sum_rows = parse_count(a, v);
-    else targets = parse_list(v);
+    if (a == "--rows")
+      rows = parse_count(a, v);
+    else if (a == "--H")
+      H = parse_count(a, v);
+    else if (a == "--ranks")
+      ranks = parse_count(a, v);
+    else if (a == "--sum-rows")
+      sum_rows = parse_count(a, v);
+    else
+      targets = parse_list(v);
   }
   if (H % 128 != 0) usage_error("--H must be a positive multiple of 128, got " + std::to_string(H));
   if (targets.empty()) usage_error("--targets: no target given");
@@ -190,13 +193,15 @@ int main(int argc, char** argv) {
   methods.push_back({"float8_e5m2 (amax -> 57344)", DType::Float8E5M2, 0});
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::printf("HiF8 KG target study: one %zu x %zu tensor per distribution; sum over %zu ranks of "
-              "%zu x %zu each (fp32 rank-order sum vs exact fp64 sum of the inputs). "
-              "Default target now: %g.\n\n",
-              rows, H, ranks, sum_rows, H, double(qq::default_hif8_target()));
-  std::printf("| method | Gaussian rel RMS | Gaussian max/amax | Gaussian %zu-rank sum rel RMS | "
-              "t(3) rel RMS | t(3) max/amax | t(3) %zu-rank sum rel RMS |\n",
-              ranks, ranks);
+  std::printf(
+      "HiF8 KG target study: one %zu x %zu tensor per distribution; sum over %zu ranks of "
+      "%zu x %zu each (fp32 rank-order sum vs exact fp64 sum of the inputs). "
+      "Default target now: %g.\n\n",
+      rows, H, ranks, sum_rows, H, double(qq::default_hif8_target()));
+  std::printf(
+      "| method | Gaussian rel RMS | Gaussian max/amax | Gaussian %zu-rank sum rel RMS | "
+      "t(3) rel RMS | t(3) max/amax | t(3) %zu-rank sum rel RMS |\n",
+      ranks, ranks);
   std::printf("|---|---|---|---|---|---|---|\n");
 
   const Dist dists[2] = {Dist::Gaussian, Dist::StudentT3};
@@ -218,9 +223,10 @@ int main(int argc, char** argv) {
                 te[0].max_over_amax, se[0], te[1].rel_rms, te[1].max_over_amax, se[1]);
     std::fflush(stdout);
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("\nSeeds (std::mt19937_64): tensor 1000+d, rank r 2000+100d+r, d = 0 %s, 1 %s. "
-              "%.1f s.\n", dist_name(dists[0]), dist_name(dists[1]), secs);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "\nSeeds (std::mt19937_64): tensor 1000+d, rank r 2000+100d+r, d = 0 %s, 1 %s. "
+      "%.1f s.\n",
+      dist_name(dists[0]), dist_name(dists[1]), secs);
   return 0;
 }

@@ -104,9 +104,13 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const int64_t bs = argc > 1 ? std::atoll(argv[1]) : 4096, h = argc > 2 ? std::atoll(argv[2]) : 5120;
   const int runs = argc > 3 ? std::atoi(argv[3]) : 7;
-  if (rank == 0) std::printf("%d ranks, x int8 (%lld, %lld) per rank, fp32 scales, bf16 out; median of %d runs, slowest rank\n",
-                             n, static_cast<long long>(bs), static_cast<long long>(h), runs);
-  struct Setup { const char* transport; const char* buffsize; };
+  if (rank == 0)
+    std::printf("%d ranks, x int8 (%lld, %lld) per rank, fp32 scales, bf16 out; median of %d runs, slowest rank\n", n,
+                static_cast<long long>(bs), static_cast<long long>(h), runs);
+  struct Setup {
+    const char* transport;
+    const char* buffsize;
+  };
   const std::string only = argc > 4 ? argv[4] : "";  // "rs" or "ar": one operator only
   for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
     if ((only == "rs" && op != Op::ReduceScatter) || (only == "ar" && op != Op::AllReduce)) continue;
@@ -128,8 +132,9 @@ int main(int argc, char** argv) {
         MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         times.push_back(tmax);
       }
-      if (rank == 0) std::printf("  %-15s %-4s HCCL_BUFFSIZE=%-4s %8.1f ms\n", opname, su.transport, su.buffsize,
-                                 1e3 * median(times));
+      if (rank == 0)
+        std::printf("  %-15s %-4s HCCL_BUFFSIZE=%-4s %8.1f ms\n", opname, su.transport, su.buffsize,
+                    1e3 * median(times));
       if (op == Op::ReduceScatter) {
         // The transport alone: the same exchange with a consumer that only touches one byte per row.
         auto comm = qcoll::comm::resolve("study");
@@ -141,16 +146,20 @@ int main(int argc, char** argv) {
         for (int r = 0; r < runs; ++r) {
           idle_barrier();
           const auto t0 = Clock::now();
-          qcoll::comm::exchange(*comm, spec, [&](const qcoll::comm::Chunk& ch) {
-            for (std::size_t i = 0; i < ch.rows; ++i) sink = sink + ch.x[0][i * h];
-            return qcoll::Status::Ok();
-          }, Clock::now() + std::chrono::seconds(60));
+          qcoll::comm::exchange(
+              *comm, spec,
+              [&](const qcoll::comm::Chunk& ch) {
+                for (std::size_t i = 0; i < ch.rows; ++i) sink = sink + ch.x[0][i * h];
+                return qcoll::Status::Ok();
+              },
+              Clock::now() + std::chrono::seconds(60));
           double t = std::chrono::duration<double>(Clock::now() - t0).count(), tmax = 0;
           MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           xt.push_back(tmax);
         }
-        if (rank == 0) std::printf("  %-15s %-4s HCCL_BUFFSIZE=%-4s %8.1f ms  (exchange only)\n", "", su.transport,
-                                   su.buffsize, 1e3 * median(xt));
+        if (rank == 0)
+          std::printf("  %-15s %-4s HCCL_BUFFSIZE=%-4s %8.1f ms  (exchange only)\n", "", su.transport, su.buffsize,
+                      1e3 * median(xt));
       }
       qcollMpiCommDestroy(c);
     }

@@ -15,13 +15,13 @@
 
 enum { RANKS = 4, BS = 8, H = 1024 };
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    qcollStatus st_ = (call);                                                                \
-    if (st_ != QCOLL_SUCCESS) {                                                              \
+#define CHECK(call)                                                                                        \
+  do {                                                                                                     \
+    qcollStatus st_ = (call);                                                                              \
+    if (st_ != QCOLL_SUCCESS) {                                                                            \
       fprintf(stderr, "rank %d: %s: %s: %s\n", rank, #call, qcollStatusName(st_), qcollGetRecentErrMsg()); \
-      return 1;                                                                              \
-    }                                                                                        \
+      return 1;                                                                                            \
+    }                                                                                                      \
   } while (0)
 
 static int8_t x[BS * H];
@@ -61,7 +61,10 @@ static int run_rank(int rank) {
   CHECK(qcollStreamDestroy(stream));
   free(w1);
   free(w2);
-  qcollDestroyTensor(tx); qcollDestroyTensor(ts); qcollDestroyTensor(trs); qcollDestroyTensor(tar);
+  qcollDestroyTensor(tx);
+  qcollDestroyTensor(ts);
+  qcollDestroyTensor(trs);
+  qcollDestroyTensor(tar);
   CHECK(qcollCommDestroy(comm));
 
   const float special = 0.5f * (1 - 100 + 3 + 4);

@@ -24,7 +24,9 @@ static void *rank_main(void *arg) {
   status[r] = qcollQuantReduceScatterGetWorkspaceSize(tx, ts, "tp", "sum", to, &ws, &exec);
   if (status[r] == QCOLL_SUCCESS) status[r] = qcollQuantReduceScatter(NULL, 0, exec, NULL); /* ws is 0 for threads */
   if (status[r] != QCOLL_SUCCESS) printf("rank %d: %s: %s\n", r, qcollStatusName(status[r]), qcollGetRecentErrMsg());
-  qcollDestroyTensor(tx); qcollDestroyTensor(ts); qcollDestroyTensor(to);
+  qcollDestroyTensor(tx);
+  qcollDestroyTensor(ts);
+  qcollDestroyTensor(to);
   qcollThreadGroupLeave(group);
   return NULL;
 }
@@ -42,9 +44,10 @@ int main(void) {
   for (int r = 0; r < RANKS; ++r) pthread_create(&t[r], NULL, rank_main, (void *)(size_t)r);
   for (int r = 0; r < RANKS; ++r) pthread_join(t[r], NULL);
   qcollThreadGroupDestroy(group);
-  for (int r = 0; r < RANKS; ++r) if (status[r] != QCOLL_SUCCESS) return 1;
+  for (int r = 0; r < RANKS; ++r)
+    if (status[r] != QCOLL_SUCCESS) return 1;
   float special = out[1][1 * H + 7], plain = out[2][0];
-  printf("reduce-scatter over %d ranks: out[1][1,7] = %g (expected %g), out[2][0,0] = %g (expected 5)\n",
-         RANKS, special, 0.5 * (1 - 100 + 3 + 4), plain);
+  printf("reduce-scatter over %d ranks: out[1][1,7] = %g (expected %g), out[2][0,0] = %g (expected 5)\n", RANKS,
+         special, 0.5 * (1 - 100 + 3 + 4), plain);
   return (special == 0.5f * (1 - 100 + 3 + 4) && plain == 5.0f) ? 0 : 1;
 }

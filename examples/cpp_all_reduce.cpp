@@ -34,8 +34,7 @@ int main() {
   std::vector<float> expected(BS * H, 0.0f), deq(BS * H);
   double max_err = 0;
   for (int r = 0; r < kRanks; ++r) {
-    qcoll::quant::dequantize(q[r].data(), scales[r].data(), BS, H, qcoll::DType::Int8, qcoll::DType::Float,
-                             deq.data());
+    qcoll::quant::dequantize(q[r].data(), scales[r].data(), BS, H, qcoll::DType::Int8, qcoll::DType::Float, deq.data());
     for (std::size_t i = 0; i < BS * H; ++i) expected[i] += deq[i];
   }
   for (int r = 0; r < kRanks; ++r)
@@ -48,7 +47,9 @@ int main() {
       for (int k = 0; k < kRanks; ++k) exact += inputs[k][i];
       max_err = std::fmax(max_err, std::fabs(outputs[r][i] - exact));
     }
-  std::printf("all-reduce of %d ranks: every rank bit-identical to the reference; out[0] = %g; "
-              "max |error| vs fp32 inputs = %.4g\n", kRanks, outputs[0][0], max_err);
+  std::printf(
+      "all-reduce of %d ranks: every rank bit-identical to the reference; out[0] = %g; "
+      "max |error| vs fp32 inputs = %.4g\n",
+      kRanks, outputs[0][0], max_err);
   return 0;
 }

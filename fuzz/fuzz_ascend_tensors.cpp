@@ -58,15 +58,18 @@ void setup() {
   (void)done;
 }
 
-const int32_t kDtypes[] = {ACL_FLOAT, ACL_FLOAT16, ACL_INT8, ACL_UINT8, ACL_BF16, ACL_HIFLOAT8, ACL_FLOAT8_E5M2,
-                           ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E8M0};
+const int32_t kDtypes[] = {ACL_FLOAT,    ACL_FLOAT16,     ACL_INT8,          ACL_UINT8,      ACL_BF16,
+                           ACL_HIFLOAT8, ACL_FLOAT8_E5M2, ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E8M0};
 
 std::size_t elem_bytes(int32_t dt) {
   switch (dt) {
-    case ACL_FLOAT: return 4;
+    case ACL_FLOAT:
+      return 4;
     case ACL_FLOAT16:
-    case ACL_BF16: return 2;
-    default: return 1;
+    case ACL_BF16:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -75,16 +78,26 @@ constexpr std::size_t kMaxHost = 1 << 17;
 
 int64_t pick_dim(FuzzedDataProvider& p, int64_t H, int64_t rows) {
   switch (p.ConsumeIntegralInRange<int>(0, 9)) {
-    case 0: return H;
-    case 1: return H / 128;
-    case 2: return H / 64;
-    case 3: return 2;
-    case 4: return rows;
-    case 5: return p.ConsumeIntegralInRange<int64_t>(0, 16);
-    case 6: return p.ConsumeIntegralInRange<int64_t>(0, 9000);
-    case 7: return rows / 2;
-    case 8: return p.ConsumeIntegral<int64_t>();
-    default: return int64_t(1) << p.ConsumeIntegralInRange<int>(0, 62);
+    case 0:
+      return H;
+    case 1:
+      return H / 128;
+    case 2:
+      return H / 64;
+    case 3:
+      return 2;
+    case 4:
+      return rows;
+    case 5:
+      return p.ConsumeIntegralInRange<int64_t>(0, 16);
+    case 6:
+      return p.ConsumeIntegralInRange<int64_t>(0, 9000);
+    case 7:
+      return rows / 2;
+    case 8:
+      return p.ConsumeIntegral<int64_t>();
+    default:
+      return int64_t(1) << p.ConsumeIntegralInRange<int>(0, 62);
   }
 }
 
@@ -95,13 +108,13 @@ struct Tensor {
   int32_t dtype = 0, format = ACL_FORMAT_ND;
   // Where the data is: an aclrtMalloc allocation (device), host memory, or NULL.
   enum class Mem { Device, Host, Null } mem = Mem::Device;
-  void* alloc = nullptr;            // aclrtMalloc'd
+  void* alloc = nullptr;  // aclrtMalloc'd
   std::size_t alloc_bytes = 0;
-  std::size_t at = 0;               // data = alloc + at
-  std::vector<uint8_t> host;        // Host: holds the extent when small (else not backed)
+  std::size_t at = 0;         // data = alloc + at
+  std::vector<uint8_t> host;  // Host: holds the extent when small (else not backed)
   bool host_backed = false;
-  unsigned __int128 extent = 0;     // bytes from data that the tensor spans (0: empty)
-  bool extent_bounded = true;       // strides all >= 0 (else the extent goes below data)
+  unsigned __int128 extent = 0;  // bytes from data that the tensor spans (0: empty)
+  bool extent_bounded = true;    // strides all >= 0 (else the extent goes below data)
   aclTensor* t = nullptr;
 
   Tensor() = default;
@@ -151,8 +164,9 @@ void make(FuzzedDataProvider& p, Tensor& t, const std::vector<int64_t>& base, in
     const std::size_t i = p.ConsumeIntegralInRange<std::size_t>(0, t.dims.size() - 1);
     t.dims[i] = pick_dim(p, base.back(), base[0]);
   }
-  t.dtype = p.ConsumeIntegralInRange<int>(0, 15) == 0 ? p.ConsumeIntegral<int32_t>()
-                                                       : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, 8)]);
+  t.dtype = p.ConsumeIntegralInRange<int>(0, 15) == 0
+                ? p.ConsumeIntegral<int32_t>()
+                : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, 8)]);
   const int layout = p.ConsumeIntegralInRange<int>(0, 7);
   if (layout >= 5) {
     t.pass_strides = true;
@@ -166,17 +180,31 @@ void make(FuzzedDataProvider& p, Tensor& t, const std::vector<int64_t>& base, in
     if (layout >= 6 && !t.strides.empty()) {
       const std::size_t i = p.ConsumeIntegralInRange<std::size_t>(0, t.strides.size() - 1);
       switch (p.ConsumeIntegralInRange<int>(0, 3)) {
-        case 0: t.strides[i] = p.ConsumeIntegral<int64_t>(); break;
-        case 1: t.strides[i] = 0; break;
-        case 2: t.strides[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(t.strides[i])); break;  // negated, wrapping
-        default: t.strides[i] = static_cast<int64_t>(static_cast<uint64_t>(t.strides[i]) + 1); break;
+        case 0:
+          t.strides[i] = p.ConsumeIntegral<int64_t>();
+          break;
+        case 1:
+          t.strides[i] = 0;
+          break;
+        case 2:
+          t.strides[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(t.strides[i]));
+          break;  // negated, wrapping
+        default:
+          t.strides[i] = static_cast<int64_t>(static_cast<uint64_t>(t.strides[i]) + 1);
+          break;
       }
     }
   }
   switch (p.ConsumeIntegralInRange<int>(0, 7)) {
-    case 0: t.offset = p.ConsumeIntegralInRange<int64_t>(-2, 4096); break;
-    case 1: t.offset = p.ConsumeIntegral<int64_t>(); break;
-    default: t.offset = 0; break;
+    case 0:
+      t.offset = p.ConsumeIntegralInRange<int64_t>(-2, 4096);
+      break;
+    case 1:
+      t.offset = p.ConsumeIntegral<int64_t>();
+      break;
+    default:
+      t.offset = 0;
+      break;
   }
   if (p.ConsumeIntegralInRange<int>(0, 7) == 0) t.format = p.ConsumeIntegralInRange<int32_t>(-1, 40);
   const int storage = p.ConsumeIntegralInRange<int>(0, 5);
@@ -205,13 +233,21 @@ void make(FuzzedDataProvider& p, Tensor& t, const std::vector<int64_t>& base, in
     const std::size_t want = t.extent <= kMaxAlloc ? static_cast<std::size_t>(t.extent) : kMaxAlloc;
     std::size_t bytes = want;
     switch (p.ConsumeIntegralInRange<int>(0, 5)) {
-      case 0: bytes = want > 0 ? want - std::min<std::size_t>(want, p.ConsumeIntegralInRange<std::size_t>(1, 600)) : 0; break;
-      case 1: bytes = want + p.ConsumeIntegralInRange<std::size_t>(1, 4096); break;
-      case 2: bytes = p.ConsumeIntegralInRange<std::size_t>(1, kMaxAlloc); break;
-      default: break;
+      case 0:
+        bytes = want > 0 ? want - std::min<std::size_t>(want, p.ConsumeIntegralInRange<std::size_t>(1, 600)) : 0;
+        break;
+      case 1:
+        bytes = want + p.ConsumeIntegralInRange<std::size_t>(1, 4096);
+        break;
+      case 2:
+        bytes = p.ConsumeIntegralInRange<std::size_t>(1, kMaxAlloc);
+        break;
+      default:
+        break;
     }
     bytes = std::max<std::size_t>(bytes, 1);
-    const std::size_t at = p.ConsumeIntegralInRange<int>(0, 3) == 0 ? p.ConsumeIntegralInRange<std::size_t>(0, bytes - 1) : 0;
+    const std::size_t at =
+        p.ConsumeIntegralInRange<int>(0, 3) == 0 ? p.ConsumeIntegralInRange<std::size_t>(0, bytes - 1) : 0;
     if (aclrtMalloc(&t.alloc, bytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) fail("aclrtMalloc");
     t.alloc_bytes = bytes;
     t.at = at;

@@ -15,8 +15,8 @@
 // more members than the first Hello's nranks; after Over nobody is a member; the root
 // never blocks (every input ends in bounded time: libFuzzer's -timeout) and removes every
 // segment it made (checked in /dev/shm when the rendezvous is destroyed).
-#include <fuzzer/FuzzedDataProvider.h>
 #include <fcntl.h>
+#include <fuzzer/FuzzedDataProvider.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -48,7 +48,7 @@ constexpr int kPeers = 6;
 }
 
 struct Peer {
-  int mine = -1;    // the joining process's end
+  int mine = -1;  // the joining process's end
   bool gone = false;
 };
 
@@ -95,15 +95,29 @@ std::vector<unsigned char> make_message(FuzzedDataProvider& p, const wire::IdLay
     h.local_code = p.ConsumeIntegralInRange<int>(0, 7) == 0 ? 161002 : 0;
     h.pid = p.ConsumeIntegral<int32_t>();
     switch (p.ConsumeIntegralInRange<int>(0, 3)) {
-      case 0: h.window_bytes = std::size_t{1} << 20; break;
-      case 1: h.window_bytes = std::size_t{2} << 20; break;
-      case 2: h.window_bytes = p.ConsumeIntegralInRange<uint64_t>(0, 8u << 20); break;
-      default: h.window_bytes = p.ConsumeIntegral<uint64_t>(); break;
+      case 0:
+        h.window_bytes = std::size_t{1} << 20;
+        break;
+      case 1:
+        h.window_bytes = std::size_t{2} << 20;
+        break;
+      case 2:
+        h.window_bytes = p.ConsumeIntegralInRange<uint64_t>(0, 8u << 20);
+        break;
+      default:
+        h.window_bytes = p.ConsumeIntegral<uint64_t>();
+        break;
     }
     switch (p.ConsumeIntegralInRange<int>(0, 3)) {
-      case 0: h.wait_ms = 1000; break;
-      case 1: h.wait_ms = p.ConsumeIntegralInRange<int64_t>(-10, 100000); break;
-      default: h.wait_ms = p.ConsumeIntegral<int64_t>(); break;
+      case 0:
+        h.wait_ms = 1000;
+        break;
+      case 1:
+        h.wait_ms = p.ConsumeIntegralInRange<int64_t>(-10, 100000);
+        break;
+      default:
+        h.wait_ms = p.ConsumeIntegral<int64_t>();
+        break;
     }
     const std::string name = p.ConsumeBool() ? std::string("c") : p.ConsumeRandomLengthString(140);
     std::memcpy(h.name, name.data(), std::min(name.size(), sizeof h.name));  // maybe no NUL
@@ -124,9 +138,14 @@ std::vector<unsigned char> make_message(FuzzedDataProvider& p, const wire::IdLay
   for (int i = 0; i < flips; ++i)
     bytes[p.ConsumeIntegralInRange<std::size_t>(0, bytes.size() - 1)] = p.ConsumeIntegral<uint8_t>();
   switch (p.ConsumeIntegralInRange<int>(0, 9)) {
-    case 0: bytes.resize(p.ConsumeIntegralInRange<std::size_t>(0, bytes.size())); break;  // short
-    case 1: bytes.resize(bytes.size() + p.ConsumeIntegralInRange<std::size_t>(1, 64), 0x5A); break;  // long
-    default: break;
+    case 0:
+      bytes.resize(p.ConsumeIntegralInRange<std::size_t>(0, bytes.size()));
+      break;  // short
+    case 1:
+      bytes.resize(bytes.size() + p.ConsumeIntegralInRange<std::size_t>(1, 64), 0x5A);
+      break;  // long
+    default:
+      break;
   }
   return bytes;
 }
@@ -163,7 +182,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     Peer& peer = peers[p.ConsumeIntegralInRange<std::size_t>(0, peers.size() - 1)];
     switch (what) {
-      case 1: case 2: case 3: case 4: {  // a message from a peer (mostly Hellos, then Mapped)
+      case 1:
+      case 2:
+      case 3:
+      case 4: {  // a message from a peer (mostly Hellos, then Mapped)
         if (peer.gone) break;
         const auto bytes = make_message(p, rv->id, what <= 2);
         (void)::send(peer.mine, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -181,7 +203,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         rv->on_timer(Clock::now() + std::chrono::milliseconds(offsets_ms[p.ConsumeIntegralInRange<int>(0, 3)]));
         break;
       }
-      default: break;  // 7-9: the service's turn (below)
+      default:
+        break;  // 7-9: the service's turn (below)
     }
     // The service's turn: poll every socket of the rendezvous, as its loop does, and handle
     // what is ready; the peers read their replies.

@@ -27,16 +27,16 @@
 #include "qcoll/formats.hpp"
 
 namespace f = qcoll::formats;
-using qcoll::DType;
 using f::Saturation;
+using qcoll::DType;
 
 namespace {
 
 [[noreturn]] void fail(const char* what, int format, float v, unsigned got, unsigned want) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
-  std::fprintf(stderr, "fuzz_codecs: %s: format %d, input %a (0x%08x): got 0x%x, want 0x%x\n", what,
-               format, static_cast<double>(v), bits, got, want);
+  std::fprintf(stderr, "fuzz_codecs: %s: format %d, input %a (0x%08x): got 0x%x, want 0x%x\n", what, format,
+               static_cast<double>(v), bits, got, want);
   std::abort();
 }
 
@@ -48,16 +48,16 @@ struct Format {
   double beyond;                   // overflow threshold after rounding
   uint32_t sign_bit;
   bool has_negative_zero;
-  oracle::Ties ties;         // HiF8 away from zero; else to the even code
-  uint32_t max_code;         // largest finite
-  uint32_t overflow_code;    // non-saturating overflow (Inf, or E4M3FN's NaN)
+  oracle::Ties ties;       // HiF8 away from zero; else to the even code
+  uint32_t max_code;       // largest finite
+  uint32_t overflow_code;  // non-saturating overflow (Inf, or E4M3FN's NaN)
   bool overflow_is_nan;
 };
 
 template <class Decode>
 Format make(const char* name, Decode dec, unsigned ncodes, double beyond, uint32_t sign_bit, bool neg_zero,
             oracle::Ties ties, uint32_t overflow_code, bool overflow_nan) {
-  Format fm{name, oracle::nonnegative_points(dec, ncodes), beyond, sign_bit, neg_zero, ties, 0, overflow_code,
+  Format fm{name,        oracle::nonnegative_points(dec, ncodes), beyond, sign_bit, neg_zero, ties, 0, overflow_code,
             overflow_nan};
   fm.max_code = fm.pts.back().code;
   return fm;
@@ -94,20 +94,30 @@ uint32_t expected_code(const Format& fm, float v, bool* overflow) {
 
 uint32_t encode(int which, float v, Saturation s) {
   switch (which) {
-    case 0: return f::encode_float8_e4m3fn(v, s);
-    case 1: return f::encode_float8_e5m2(v, s);
-    case 2: return f::encode_hifloat8(v, s);
-    case 3: return f::encode_float16(v);
-    default: return f::encode_bfloat16(v);
+    case 0:
+      return f::encode_float8_e4m3fn(v, s);
+    case 1:
+      return f::encode_float8_e5m2(v, s);
+    case 2:
+      return f::encode_hifloat8(v, s);
+    case 3:
+      return f::encode_float16(v);
+    default:
+      return f::encode_bfloat16(v);
   }
 }
 double decode(int which, uint32_t code) {
   switch (which) {
-    case 0: return f::decode_float8_e4m3fn(static_cast<uint8_t>(code));
-    case 1: return f::decode_float8_e5m2(static_cast<uint8_t>(code));
-    case 2: return f::decode_hifloat8(static_cast<uint8_t>(code));
-    case 3: return f::decode_float16(static_cast<uint16_t>(code));
-    default: return f::decode_bfloat16(static_cast<uint16_t>(code));
+    case 0:
+      return f::decode_float8_e4m3fn(static_cast<uint8_t>(code));
+    case 1:
+      return f::decode_float8_e5m2(static_cast<uint8_t>(code));
+    case 2:
+      return f::decode_hifloat8(static_cast<uint8_t>(code));
+    case 3:
+      return f::decode_float16(static_cast<uint16_t>(code));
+    default:
+      return f::decode_bfloat16(static_cast<uint16_t>(code));
   }
 }
 

@@ -77,15 +77,21 @@ class ReceivedCommunicator final : public Communicator {
  public:
   static constexpr int kDepth = 4;
   ReceivedCommunicator(std::string name, int n, std::size_t window, const Script& script)
-      : name_(std::move(name)), n_(n), window_(window), slot_bytes_(round_up(window / kDepth, kWindowPartAlign)),
+      : name_(std::move(name)),
+        n_(n),
+        window_(window),
+        slot_bytes_(round_up(window / kDepth, kWindowPartAlign)),
         script_(script) {}
   int rank() const override { return 0; }
   int size() const override { return n_; }
   const std::string& name() const override { return name_; }
   const char* transport() const override { return "mpi"; }
   Traits traits() const override {
-    return {.window_bytes = window_, .own_part_in_place = false, .async_transfers = true,
-            .max_steps_in_flight = kDepth, .may_fail_mid_call = true};
+    return {.window_bytes = window_,
+            .own_part_in_place = false,
+            .async_transfers = true,
+            .max_steps_in_flight = kDepth,
+            .may_fail_mid_call = true};
   }
   std::size_t max_part_bytes(StepShape::Kind kind) const override {
     if (kind == StepShape::Kind::PerDestination)
@@ -109,7 +115,8 @@ class ReceivedCommunicator final : public Communicator {
       for (int k = 1; k < n_; ++k) {
         CallDescriptor d;
         std::memcpy(&d, out + k * bytes, sizeof d);
-        if (records_steps_ == 0 && qcoll::ops::same_call(me, d) != same_fields(me, d)) fail("same_call disagrees with the fields");
+        if (records_steps_ == 0 && qcoll::ops::same_call(me, d) != same_fields(me, d))
+          fail("same_call disagrees with the fields");
         if (records_steps_ == 0 && !same_fields(me, d)) agreement_differs_ = true;
         if (d.local_status != 0 && records_steps_ <= 1) peer_failed_ = true;
       }
@@ -122,7 +129,8 @@ class ReceivedCommunicator final : public Communicator {
 
   Status begin_step(const StepShape& shape, const char*, Clock::time_point, Step* step) override {
     if (broken_) return Status::Error(StatusCode::RuntimeError, "broken");
-    if (shape.part_bytes() * n_ > slot_bytes_) return Status::Error(StatusCode::InnerError, "a step larger than its slot");
+    if (shape.part_bytes() * n_ > slot_bytes_)
+      return Status::Error(StatusCode::InnerError, "a step larger than its slot");
     Slot& sl = slots_[next_ % kDepth];
     // The slot's bytes this step uses (what a step before left there stays: a short message
     // leaves it behind).
@@ -152,7 +160,9 @@ class ReceivedCommunicator final : public Communicator {
     for (int src = 1; src < n_; ++src) {
       uint8_t* dst = sl.shape.received_in<PartRegion>(sl.recv.data(), src).seg[0];
       switch (m) {
-        case Script::Msg::Mirror: std::memcpy(dst, own, part); break;
+        case Script::Msg::Mirror:
+          std::memcpy(dst, own, part);
+          break;
         case Script::Msg::Short: {
           const std::size_t len = std::min(part, i < script_.short_len.size() ? script_.short_len[i] : 0);
           std::memcpy(dst, own, len);  // the rest: whatever the slot held
@@ -220,7 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool mx = p.ConsumeBool();
   // Small calls (fast to fuzz) with windows small enough that they move in several chunks.
   const int64_t H = 128 * (p.ConsumeIntegralInRange<int>(0, 7) == 0 ? p.ConsumeIntegralInRange<int64_t>(8, 64)
-                                                                     : p.ConsumeIntegralInRange<int64_t>(8, 12));
+                                                                    : p.ConsumeIntegralInRange<int64_t>(8, 12));
   const int64_t rows = n * p.ConsumeIntegralInRange<int64_t>(1, 2);
   static const qcollDataType kX[] = {QCOLL_DT_INT8, QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E5M2};
   const qcollDataType x_dt = mx ? kX[p.ConsumeIntegralInRange<int>(2, 3)] : kX[p.ConsumeIntegralInRange<int>(0, 3)];
@@ -254,7 +264,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> pattern = p.ConsumeBytes<uint8_t>(256);
   std::vector<uint8_t> xb(x_count), sb(s_bytes);
   for (std::size_t i = 0; i < x_count; ++i) xb[i] = pattern.empty() ? uint8_t(i) : pattern[(i * 7) % pattern.size()];
-  for (std::size_t i = 0; i < s_bytes; ++i) sb[i] = pattern.empty() ? uint8_t(0x3C) : pattern[(i * 3 + 1) % pattern.size()];
+  for (std::size_t i = 0; i < s_bytes; ++i)
+    sb[i] = pattern.empty() ? uint8_t(0x3C) : pattern[(i * 3 + 1) % pattern.size()];
   if (!mx && p.ConsumeBool())  // mostly finite fp32 scales, so that mirrored results are comparable
     for (std::size_t i = 0; i < s_count; ++i) {
       const float v = 0.0078125f * static_cast<float>(1 + (sb[4 * i] & 15));
@@ -309,8 +320,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!comm->usable()) {
       qcollOpExecutor* again = nullptr;
       uint64_t ws2 = 0;
-      const qcollStatus s3 = all_reduce ? qcollQuantAllReduceGetWorkspaceSize(xt, st, name.c_str(), "sum", ot, &ws2, &again)
-                                        : qcollQuantReduceScatterGetWorkspaceSize(xt, st, name.c_str(), "sum", ot, &ws2, &again);
+      const qcollStatus s3 =
+          all_reduce ? qcollQuantAllReduceGetWorkspaceSize(xt, st, name.c_str(), "sum", ot, &ws2, &again)
+                     : qcollQuantReduceScatterGetWorkspaceSize(xt, st, name.c_str(), "sum", ot, &ws2, &again);
       if (s3 == QCOLL_SUCCESS) {
         std::vector<uint8_t> w2(ws2 + 1);
         const qcollStatus s4 = all_reduce ? qcollQuantAllReduce(ws2 ? w2.data() : nullptr, ws2, again, nullptr)

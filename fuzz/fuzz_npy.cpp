@@ -28,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (a.data.size() != a.count() * npy::elem_size(a.type) || a.data.size() > size) {
-    std::fprintf(stderr, "fuzz_npy: accepted array with %zu data bytes for %zu elements\n",
-                 a.data.size(), a.count());
+    std::fprintf(stderr, "fuzz_npy: accepted array with %zu data bytes for %zu elements\n", a.data.size(), a.count());
     std::abort();
   }
   for (int64_t d : a.shape)
@@ -38,8 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
   // The accepted data are the file's last bytes.
-  if (!a.data.empty() && std::memcmp(a.data.data(), data + size - a.data.size(), a.data.size()) != 0)
-    std::abort();
+  if (!a.data.empty() && std::memcmp(a.data.data(), data + size - a.data.size(), a.data.size()) != 0) std::abort();
   const std::vector<uint8_t> again = npy::serialize(a);
   const npy::Array b = npy::parse(again.data(), again.size(), "fuzz.npy");
   if (b.type != a.type || b.shape != a.shape || b.data != a.data) {

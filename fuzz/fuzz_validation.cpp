@@ -52,14 +52,13 @@ const Groups& groups() {
       g.names.push_back(name);
     };
     add("lb2", 2, 0, false);
-    add("lb4", 4, 0, true);          // staged: result through the workspace
+    add("lb4", 4, 0, true);  // staged: result through the workspace
     add("lb8", 8, 0, false);
     add("lb8w", 8, 64 << 10, false);  // a small window: data moves in chunks
     add("lb2tiny", 2, 4096, false);   // too small for one row of H >= 1024: rule 11
     add("lb3", 3, 0, false);          // size not 2/4/8
     // A real thread group of one rank, joined by this thread (size rule, C API path).
-    if (qcollThreadGroupCreate("solo", 1, &g.solo) != QCOLL_SUCCESS ||
-        qcollThreadGroupJoin(g.solo, 0) != QCOLL_SUCCESS)
+    if (qcollThreadGroupCreate("solo", 1, &g.solo) != QCOLL_SUCCESS || qcollThreadGroupJoin(g.solo, 0) != QCOLL_SUCCESS)
       std::abort();
     g.names.push_back("solo");
     return g;
@@ -67,16 +66,19 @@ const Groups& groups() {
   return g;
 }
 
-const qcollDataType kDtypes[] = {QCOLL_DT_FLOAT, QCOLL_DT_FLOAT16, QCOLL_DT_INT8, QCOLL_DT_UINT8,
-                                 QCOLL_DT_BFLOAT16, QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT8_E5M2,
-                                 QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E8M0};
+const qcollDataType kDtypes[] = {QCOLL_DT_FLOAT,       QCOLL_DT_FLOAT16,       QCOLL_DT_INT8,
+                                 QCOLL_DT_UINT8,       QCOLL_DT_BFLOAT16,      QCOLL_DT_HIFLOAT8,
+                                 QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E8M0};
 
 std::size_t elem_bytes(int32_t dt) {
   switch (dt) {
-    case QCOLL_DT_FLOAT: return 4;
+    case QCOLL_DT_FLOAT:
+      return 4;
     case QCOLL_DT_FLOAT16:
-    case QCOLL_DT_BFLOAT16: return 2;
-    default: return 1;
+    case QCOLL_DT_BFLOAT16:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -104,16 +106,26 @@ constexpr std::size_t kMaxBuffer = 1 << 16;  // keeps phase two fast enough to f
 
 int64_t pick_dim(FuzzedDataProvider& p, int64_t H, int64_t rows) {
   switch (p.ConsumeIntegralInRange<int>(0, 9)) {
-    case 0: return H;
-    case 1: return H / 128;
-    case 2: return H / 64;
-    case 3: return 2;
-    case 4: return rows;
-    case 5: return p.ConsumeIntegralInRange<int64_t>(0, 16);
-    case 6: return p.ConsumeIntegralInRange<int64_t>(0, 9000);
-    case 7: return rows / 2;
-    case 8: return p.ConsumeIntegral<int64_t>();
-    default: return int64_t(1) << p.ConsumeIntegralInRange<int>(0, 62);
+    case 0:
+      return H;
+    case 1:
+      return H / 128;
+    case 2:
+      return H / 64;
+    case 3:
+      return 2;
+    case 4:
+      return rows;
+    case 5:
+      return p.ConsumeIntegralInRange<int64_t>(0, 16);
+    case 6:
+      return p.ConsumeIntegralInRange<int64_t>(0, 9000);
+    case 7:
+      return rows / 2;
+    case 8:
+      return p.ConsumeIntegral<int64_t>();
+    default:
+      return int64_t(1) << p.ConsumeIntegralInRange<int>(0, 62);
   }
 }
 
@@ -130,8 +142,9 @@ void make_tensor(FuzzedDataProvider& p, FuzzTensor& t, std::vector<int64_t> base
     const std::size_t i = p.ConsumeIntegralInRange<std::size_t>(0, t.dims.size() - 1);
     t.dims[i] = pick_dim(p, t.dims.back(), t.dims[0]);
   }
-  t.dtype = p.ConsumeIntegralInRange<int>(0, 12) == 0 ? p.ConsumeIntegral<int32_t>()
-                                                       : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, 8)]);
+  t.dtype = p.ConsumeIntegralInRange<int>(0, 12) == 0
+                ? p.ConsumeIntegral<int32_t>()
+                : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, 8)]);
   const int layout = p.ConsumeIntegralInRange<int>(0, 7);
   if (layout >= 5) {
     t.pass_strides = true;
@@ -163,8 +176,10 @@ void make_tensor(FuzzedDataProvider& p, FuzzTensor& t, std::vector<int64_t> base
   bool ok = t.offset >= 0;
   std::size_t numel = 1;
   for (int64_t d : t.dims) {
-    if (d < 0 || (d > 0 && numel > kMaxBuffer / static_cast<std::size_t>(d))) ok = false;
-    else numel *= static_cast<std::size_t>(d);
+    if (d < 0 || (d > 0 && numel > kMaxBuffer / static_cast<std::size_t>(d)))
+      ok = false;
+    else
+      numel *= static_cast<std::size_t>(d);
   }
   const std::size_t eb = elem_bytes(t.dtype);
   if (ok && (numel + static_cast<std::size_t>(t.offset)) * eb <= kMaxBuffer) {
@@ -189,8 +204,8 @@ void make_tensor(FuzzedDataProvider& p, FuzzTensor& t, std::vector<int64_t> base
 }
 
 [[noreturn]] void fail(const std::string& what, qcollStatus st) {
-  std::fprintf(stderr, "fuzz_validation: %s (status %d %s, message \"%s\")\n", what.c_str(), st,
-               qcollStatusName(st), qcollGetRecentErrMsg());
+  std::fprintf(stderr, "fuzz_validation: %s (status %d %s, message \"%s\")\n", what.c_str(), st, qcollStatusName(st),
+               qcollGetRecentErrMsg());
   std::abort();
 }
 
@@ -256,10 +271,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string reduce_text = "sum";
   const char* reduce_op = "sum";
   switch (p.ConsumeIntegralInRange<int>(0, 9)) {
-    case 0: reduce_op = nullptr; break;
-    case 1: reduce_text = p.ConsumeRandomLengthString(16); reduce_op = reduce_text.c_str(); break;
-    case 2: reduce_op = "max"; break;
-    default: break;
+    case 0:
+      reduce_op = nullptr;
+      break;
+    case 1:
+      reduce_text = p.ConsumeRandomLengthString(16);
+      reduce_op = reduce_text.c_str();
+      break;
+    case 2:
+      reduce_op = "max";
+      break;
+    default:
+      break;
   }
   const bool null_ws_out = p.ConsumeIntegralInRange<int>(0, 15) == 0;
   const bool null_exec_out = p.ConsumeIntegralInRange<int>(0, 15) == 0;
@@ -267,20 +290,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t ws = 12345;
   qcollOpExecutor* exec = reinterpret_cast<qcollOpExecutor*>(uintptr_t{1});
   const qcollStatus st =
-      all_reduce ? qcollQuantAllReduceGetWorkspaceSize(x.handle, sc.handle, group, reduce_op, out.handle,
-                                                       null_ws_out ? nullptr : &ws, null_exec_out ? nullptr : &exec)
-                 : qcollQuantReduceScatterGetWorkspaceSize(x.handle, sc.handle, group, reduce_op, out.handle,
-                                                           null_ws_out ? nullptr : &ws,
-                                                           null_exec_out ? nullptr : &exec);
+      all_reduce
+          ? qcollQuantAllReduceGetWorkspaceSize(x.handle, sc.handle, group, reduce_op, out.handle,
+                                                null_ws_out ? nullptr : &ws, null_exec_out ? nullptr : &exec)
+          : qcollQuantReduceScatterGetWorkspaceSize(x.handle, sc.handle, group, reduce_op, out.handle,
+                                                    null_ws_out ? nullptr : &ws, null_exec_out ? nullptr : &exec);
   const char* msg = qcollGetRecentErrMsg();
 
-  if (st != QCOLL_SUCCESS && st != QCOLL_PARAM_NULLPTR && st != QCOLL_PARAM_INVALID &&
-      st != QCOLL_RUNTIME_ERROR && st != QCOLL_INNER_ERROR)
+  if (st != QCOLL_SUCCESS && st != QCOLL_PARAM_NULLPTR && st != QCOLL_PARAM_INVALID && st != QCOLL_RUNTIME_ERROR &&
+      st != QCOLL_INNER_ERROR)
     fail("status is not a contract.md §status code", st);
   if (st != QCOLL_SUCCESS) {
     if (msg == nullptr || msg[0] == '\0') fail("no message for a non-zero status", st);
-    if (!starts_with_any(msg, {"x:", "scales:", "output:", "group:", "reduceOp:", "workspaceSize:",
-                               "executor:", "HCCL_BUFFSIZE:"}))
+    if (!starts_with_any(
+            msg, {"x:", "scales:", "output:", "group:", "reduceOp:", "workspaceSize:", "executor:", "HCCL_BUFFSIZE:"}))
       fail("the message does not start with the parameter's name", st);
     if (!null_exec_out && exec != nullptr) fail("an executor was returned with an error", st);
   }
@@ -291,7 +314,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!any_null && !x.null_data && !sc.null_data && !out.null_data && !null_ws_out && !null_exec_out) {
     if (bad_reduce && (st != QCOLL_PARAM_INVALID || std::strncmp(msg, "reduceOp:", 9) != 0))
       fail("a reduceOp other than \"sum\" must be refused first", st);
-    if (!bad_reduce && (n == 0 || n == 1 || n == 3) && (st != QCOLL_PARAM_INVALID || std::strncmp(msg, "group:", 6) != 0))
+    if (!bad_reduce && (n == 0 || n == 1 || n == 3) &&
+        (st != QCOLL_PARAM_INVALID || std::strncmp(msg, "group:", 6) != 0))
       fail("a bad or unknown group must be refused next", st);
   }
   if (st != QCOLL_SUCCESS) return 0;
@@ -309,8 +333,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const qcollStatus st2 = all_reduce ? qcollQuantAllReduce(ws ? workspace.data() : nullptr, ws, exec, nullptr)
                                        : qcollQuantReduceScatter(ws ? workspace.data() : nullptr, ws, exec, nullptr);
     if (st2 != QCOLL_SUCCESS) fail("phase two of an accepted call failed on a loopback group", st2);
-    if (!std::equal(guard.begin(), guard.end(), out.buf.end() - kGuard))
-      fail("phase two wrote past the output", st2);
+    if (!std::equal(guard.begin(), guard.end(), out.buf.end() - kGuard)) fail("phase two wrote past the output", st2);
   } else {
     if (qcollDestroyExecutor(exec) != QCOLL_SUCCESS) fail("qcollDestroyExecutor failed", 0);
   }

@@ -19,9 +19,7 @@ constexpr double kLongTimeout = 30.0;
 constexpr double kFastBound = 10.0;
 
 // The same call on every rank (a case then changes one rank's).
-inline std::vector<RankCall> all_same(const RankCall& c = RankCall{}) {
-  return std::vector<RankCall>(kCaseRanks, c);
-}
+inline std::vector<RankCall> all_same(const RankCall& c = RankCall{}) { return std::vector<RankCall>(kCaseRanks, c); }
 
 // Every rank that called failed: `faulty` with faulty_status, the others RUNTIME_ERROR,
 // all with a message, no output written, each within `bound` seconds (and, when

@@ -13,13 +13,13 @@
 #include <functional>
 #include <random>
 #include <set>
-#include <thread>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "oracle.hpp"
 #include "ops/executor.hpp"
+#include "oracle.hpp"
 #include "qcoll/qcoll.h"
 #include "qcoll/quant.hpp"
 
@@ -53,16 +53,16 @@ struct RankCall {
   qcollDataType x_dtype = QCOLL_DT_FLOAT8_E4M3FN;
   qcollDataType scales_dtype = QCOLL_DT_FLOAT;
   qcollDataType out_dtype = QCOLL_DT_BFLOAT16;
-  int64_t rows = 16;         // BS
+  int64_t rows = 16;  // BS
   int64_t H = 1024;
-  std::string group;         // the group's name by default
-  bool null_x = false;       // phase one: x tensor pointer null
-  bool pass_stream = false;  // phase two: non-null stream (PARAM_INVALID there)
-  bool wrong_phase_two = false;  // runs the other operator's phase two on its executor
-  bool destroy_instead = false;  // releases its executor instead of running it
-  bool absent = false;       // never calls at all
+  std::string group;                    // the group's name by default
+  bool null_x = false;                  // phase one: x tensor pointer null
+  bool pass_stream = false;             // phase two: non-null stream (PARAM_INVALID there)
+  bool wrong_phase_two = false;         // runs the other operator's phase two on its executor
+  bool destroy_instead = false;         // releases its executor instead of running it
+  bool absent = false;                  // never calls at all
   std::function<void()> on_call_start;  // runs right before phase one (after inputs are made)
-  bool check_written = false;  // after a failure, check what was written (RankResult::written_right)
+  bool check_written = false;           // after a failure, check what was written (RankResult::written_right)
   // The fused operator (QuantizeReduceScatter / QuantizeAllReduce) on a float input of this
   // dtype (FLOAT or BFLOAT16), quantized as x_dtype / scales_dtype say; false: the quantized one.
   bool fused = false;
@@ -75,8 +75,8 @@ struct RankResult {
   qcollStatus status = QCOLL_SUCCESS;
   std::string message;
   double seconds = 0;
-  bool output_untouched = true;   // every output byte still the sentinel
-  bool output_correct = false;    // equals the reference (success cases)
+  bool output_untouched = true;  // every output byte still the sentinel
+  bool output_correct = false;   // equals the reference (success cases)
   // (check_written) every output element is either untouched or the reference's value.
   bool written_right = false;
 };
@@ -205,8 +205,9 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
   uint64_t ws = 0;
   qcollOpExecutor* e = nullptr;
   qcollStatus st =
-      c.fused ? (c.reduce_scatter ? qcollQuantizeReduceScatterGetWorkspaceSize(tx, &cfg, name.c_str(), "sum", to, &ws, &e)
-                                  : qcollQuantizeAllReduceGetWorkspaceSize(tx, &cfg, name.c_str(), "sum", to, &ws, &e))
+      c.fused
+          ? (c.reduce_scatter ? qcollQuantizeReduceScatterGetWorkspaceSize(tx, &cfg, name.c_str(), "sum", to, &ws, &e)
+                              : qcollQuantizeAllReduceGetWorkspaceSize(tx, &cfg, name.c_str(), "sum", to, &ws, &e))
       : c.reduce_scatter ? qcollQuantReduceScatterGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e)
                          : qcollQuantAllReduceGetWorkspaceSize(tx, ts, name.c_str(), "sum", to, &ws, &e);
   if (st == QCOLL_SUCCESS) {
@@ -304,8 +305,8 @@ inline std::string summarize(const std::vector<RankResult>& rs, double* max_seco
       continue;
     }
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%sr%zu %s %.2fs", out.empty() ? "" : ", ", r,
-                  qcollStatusName(rs[r].status), rs[r].seconds);
+    std::snprintf(buf, sizeof buf, "%sr%zu %s %.2fs", out.empty() ? "" : ", ", r, qcollStatusName(rs[r].status),
+                  rs[r].seconds);
     out += buf;
     if (rs[r].seconds > *max_seconds) *max_seconds = rs[r].seconds;
   }
@@ -313,8 +314,7 @@ inline std::string summarize(const std::vector<RankResult>& rs, double* max_seco
 }
 
 // One table row on stdout: | case | transport | per-rank status and time | slowest |
-inline void print_row(const std::string& transport, const std::string& name,
-                      const std::vector<RankResult>& rs) {
+inline void print_row(const std::string& transport, const std::string& name, const std::vector<RankResult>& rs) {
   double mx = 0;
   const std::string s = summarize(rs, &mx);
   std::printf("FAULT-MATRIX | %s | %s | %s | %.2f s |\n", name.c_str(), transport.c_str(), s.c_str(), mx);

@@ -8,11 +8,11 @@
 // a quantizer: all-zero groups (+0 and -0), subnormal-only groups, NaN and +-Inf elements,
 // groups near the largest finite value and groups of random bit patterns.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -116,13 +116,27 @@ inline std::vector<uint8_t> make_input(const Case& c, int rank) {
     for (std::size_t i = g0; i < g0 + kGroup && i < count; ++i) {
       uint32_t v;
       switch (kind) {
-        case 1: v = (g() & 1u) ? (1u << (width - 1)) : 0u; break;            // +-0
-        case 4: v = element_bits(in, g, 0, 0); break;                         // subnormals only
-        case 7: v = element_bits(in, g, centre - 3, centre + 3); break;       // plus NaN/Inf below
-        case 9: v = in == DType::Float ? static_cast<uint32_t>(g()) : g() & 0xFFFFu; break;  // any bits
-        case 11: v = element_bits(in, g, emax - 1, emax); break;              // near the largest finite
-        case 13: v = element_bits(in, g, 1, 3); break;                        // tiny normals
-        default: v = element_bits(in, g, std::max(1, centre - 6), std::min(emax, centre + 6)); break;
+        case 1:
+          v = (g() & 1u) ? (1u << (width - 1)) : 0u;
+          break;  // +-0
+        case 4:
+          v = element_bits(in, g, 0, 0);
+          break;  // subnormals only
+        case 7:
+          v = element_bits(in, g, centre - 3, centre + 3);
+          break;  // plus NaN/Inf below
+        case 9:
+          v = in == DType::Float ? static_cast<uint32_t>(g()) : g() & 0xFFFFu;
+          break;  // any bits
+        case 11:
+          v = element_bits(in, g, emax - 1, emax);
+          break;  // near the largest finite
+        case 13:
+          v = element_bits(in, g, 1, 3);
+          break;  // tiny normals
+        default:
+          v = element_bits(in, g, std::max(1, centre - 6), std::min(emax, centre + 6));
+          break;
       }
       put(i, v);
     }
@@ -136,17 +150,20 @@ inline std::vector<uint8_t> make_input(const Case& c, int rank) {
 }
 
 // The public quantizer on the whole input of one rank.
-inline qcoll::Status quantize_input(const Case& c, const std::vector<uint8_t>& bytes, qcoll::quant::QuantizedTensor& q) {
+inline qcoll::Status quantize_input(const Case& c, const std::vector<uint8_t>& bytes,
+                                    qcoll::quant::QuantizedTensor& q) {
   const std::size_t rows = static_cast<std::size_t>(c.rows()), H = static_cast<std::size_t>(c.H());
   qcoll::quant::KgOptions opt;
   opt.hif8_target = c.hif8_target;
   const auto* u16 = reinterpret_cast<const uint16_t*>(bytes.data());
   switch (c.in) {
-    case DType::BFloat16: return qcoll::quant::quantize_bf16(u16, rows, H, c.mode.x, c.mode.scales, q, opt);
-    case DType::Float16: return qcoll::quant::quantize_fp16(u16, rows, H, c.mode.x, c.mode.scales, q, opt);
+    case DType::BFloat16:
+      return qcoll::quant::quantize_bf16(u16, rows, H, c.mode.x, c.mode.scales, q, opt);
+    case DType::Float16:
+      return qcoll::quant::quantize_fp16(u16, rows, H, c.mode.x, c.mode.scales, q, opt);
     default:
-      return qcoll::quant::quantize(reinterpret_cast<const float*>(bytes.data()), rows, H, c.mode.x, c.mode.scales,
-                                    q, opt);
+      return qcoll::quant::quantize(reinterpret_cast<const float*>(bytes.data()), rows, H, c.mode.x, c.mode.scales, q,
+                                    opt);
   }
 }
 

@@ -2,6 +2,7 @@
 // QCOLL_TEST_PYTHON), for E2M1's encoder to be compared with (tests/test_formats_fp4.cpp,
 // tests/test_formats_exhaustive.cpp). No generated table is stored in the repository.
 #pragma once
+#include <unistd.h>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -9,7 +10,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace ml_dtypes_child {

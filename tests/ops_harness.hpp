@@ -81,8 +81,8 @@ class Tensor {
 };
 
 // Both phases; returns the first non-zero status.
-inline qcollStatus call_op(Op op, const qcollTensor* x, const qcollTensor* s, const char* group,
-                           qcollTensor* out, const char* reduce_op = "sum") {
+inline qcollStatus call_op(Op op, const qcollTensor* x, const qcollTensor* s, const char* group, qcollTensor* out,
+                           const char* reduce_op = "sum") {
   uint64_t ws = 0;
   qcollOpExecutor* e = nullptr;
   qcollStatus st = op == Op::ReduceScatter
@@ -112,10 +112,14 @@ enum class GroupArg { Own, Null, Unknown, Long128 };
 inline const char* group_arg(GroupArg a, const Group& g) {
   static const std::string long_name(128, 'a');
   switch (a) {
-    case GroupArg::Own: return g.name();
-    case GroupArg::Null: return nullptr;
-    case GroupArg::Unknown: return "no-such-group";
-    case GroupArg::Long128: return long_name.c_str();
+    case GroupArg::Own:
+      return g.name();
+    case GroupArg::Null:
+      return nullptr;
+    case GroupArg::Unknown:
+      return "no-such-group";
+    case GroupArg::Long128:
+      return long_name.c_str();
   }
   return nullptr;
 }
@@ -168,10 +172,9 @@ void check_rule_case(const RuleCase<Call>& k, Run run) {
 
 // One test per row of a rule table (`table()` returns the rows): Rules/Suite.RejectedWithCodeAndMessage/<row name>,
 // each making the row's call with run(call, st, msg) and checking it (check_rule_case).
-#define QCOLL_RULE_TABLE_TESTS(Suite, table, run)                                                        \
-  class Suite : public ::testing::TestWithParam<std::decay_t<decltype(table()[0])>> {};                  \
+#define QCOLL_RULE_TABLE_TESTS(Suite, table, run)                                                      \
+  class Suite : public ::testing::TestWithParam<std::decay_t<decltype(table()[0])>> {};                \
   TEST_P(Suite, RejectedWithCodeAndMessage) {                                                          \
     harness::check_rule_case(GetParam(), [](const auto& c, auto& st, auto& msg) { run(c, st, msg); }); \
   }                                                                                                    \
-  INSTANTIATE_TEST_SUITE_P(Rules, Suite, ::testing::ValuesIn(table()),                                 \
-                           [](const auto& info) { return info.param.name; })
+  INSTANTIATE_TEST_SUITE_P(Rules, Suite, ::testing::ValuesIn(table()), [](const auto& info) { return info.param.name; })

@@ -102,12 +102,18 @@ inline double decode_bf16(uint16_t b) { return decode_ieee16<7>(b); }
 // The 8-bit formats by dtype; NaN for any other dtype.
 inline double decode(DType t, uint8_t b) {
   switch (t) {
-    case DType::Int8: return decode_int8(b);
-    case DType::HiFloat8: return decode_hif8(b);
-    case DType::Float8E4M3FN: return decode_e4m3fn(b);
-    case DType::Float8E5M2: return decode_e5m2(b);
-    case DType::Float8E8M0: return decode_e8m0(b);
-    default: return kNaN;
+    case DType::Int8:
+      return decode_int8(b);
+    case DType::HiFloat8:
+      return decode_hif8(b);
+    case DType::Float8E4M3FN:
+      return decode_e4m3fn(b);
+    case DType::Float8E5M2:
+      return decode_e5m2(b);
+    case DType::Float8E8M0:
+      return decode_e8m0(b);
+    default:
+      return kNaN;
   }
 }
 // The same value in fp32 (exact: every 8-bit code is representable).
@@ -115,11 +121,16 @@ inline float decode_f(DType t, uint8_t b) { return static_cast<float>(decode(t, 
 
 inline double max_finite(DType t) {
   switch (t) {
-    case DType::Int8: return 127;
-    case DType::Float8E4M3FN: return 448;
-    case DType::Float8E5M2: return 57344;
-    case DType::HiFloat8: return 32768;
-    default: return 0;
+    case DType::Int8:
+      return 127;
+    case DType::Float8E4M3FN:
+      return 448;
+    case DType::Float8E5M2:
+      return 57344;
+    case DType::HiFloat8:
+      return 32768;
+    default:
+      return 0;
   }
 }
 
@@ -183,22 +194,24 @@ enum class Ties { ToEven, AwayFromZero };
 // next value `beyond` (one more binade): returns the chosen magnitude code, or nullopt
 // for overflow (|x| rounds to `beyond` or lies above it). Even = code with LSB 0; the
 // virtual value's code is max_code + 1.
-inline std::optional<unsigned> nearest(const std::vector<Point>& pts, double beyond, Ties ties,
-                                       double ax) {
+inline std::optional<unsigned> nearest(const std::vector<Point>& pts, double beyond, Ties ties, double ax) {
   if (ax > beyond) return std::nullopt;
   const Point virt{beyond, pts.back().code + 1};
-  auto it = std::lower_bound(pts.begin(), pts.end(), ax,
-                             [](const Point& p, double x) { return p.value < x; });
+  auto it = std::lower_bound(pts.begin(), pts.end(), ax, [](const Point& p, double x) { return p.value < x; });
   Point chosen;
   if (it == pts.begin()) {
     chosen = *it;
   } else {
     const Point hi = it == pts.end() ? virt : *it, lo = *(it - 1);
     const double dlo = ax - lo.value, dhi = hi.value - ax;
-    if (dlo < dhi) chosen = lo;
-    else if (dhi < dlo) chosen = hi;
-    else if (ties == Ties::AwayFromZero) chosen = hi;
-    else chosen = (lo.code & 1) == 0 ? lo : hi;
+    if (dlo < dhi)
+      chosen = lo;
+    else if (dhi < dlo)
+      chosen = hi;
+    else if (ties == Ties::AwayFromZero)
+      chosen = hi;
+    else
+      chosen = (lo.code & 1) == 0 ? lo : hi;
   }
   if (chosen.value == beyond) return std::nullopt;
   return chosen.code;
@@ -319,9 +332,8 @@ inline float dequant(DType xdt, uint8_t code, float scale) {
 
 // out[i - begin] = cast(((0 + d_0[i]) + d_1[i]) + ... + d_{n-1}[i]) for flat elements
 // i in [begin, begin + count), where d_k[i] = dequant(x[k][i], scale of element i of rank k).
-inline void reduce(DType xdt, DType sdt, DType odt, const uint8_t* const* x,
-                   const uint8_t* const* scales, std::size_t n, std::size_t begin, std::size_t count,
-                   uint8_t* out) {
+inline void reduce(DType xdt, DType sdt, DType odt, const uint8_t* const* x, const uint8_t* const* scales,
+                   std::size_t n, std::size_t begin, std::size_t count, uint8_t* out) {
   const std::size_t osz = qcoll::dtype_size(odt);
   for (std::size_t i = begin; i < begin + count; ++i) {
     volatile float acc = 0.0f;
@@ -334,10 +346,9 @@ inline void reduce(DType xdt, DType sdt, DType odt, const uint8_t* const* x,
 }
 
 // Rows [row0, row0 + nrows) of the sum over all ranks' (x, scales) of H columns.
-inline std::vector<uint8_t> reduce_rows(DType xdt, DType sdt, DType odt,
-                                        const std::vector<std::vector<uint8_t>>& x,
-                                        const std::vector<std::vector<uint8_t>>& scales,
-                                        std::size_t H, std::size_t row0, std::size_t nrows) {
+inline std::vector<uint8_t> reduce_rows(DType xdt, DType sdt, DType odt, const std::vector<std::vector<uint8_t>>& x,
+                                        const std::vector<std::vector<uint8_t>>& scales, std::size_t H,
+                                        std::size_t row0, std::size_t nrows) {
   std::vector<const uint8_t*> xp, sp;
   for (const auto& v : x) xp.push_back(v.data());
   for (const auto& v : scales) sp.push_back(v.data());

@@ -28,8 +28,8 @@ inline double since(Clock::time_point t0) { return std::chrono::duration<double>
 
 // What a child reports.
 struct Outcome {
-  int status = -1;      // -1: never reported (killed after the limit: a hang)
-  double seconds = 0;   // of the call that gave `status`
+  int status = -1;     // -1: never reported (killed after the limit: a hang)
+  double seconds = 0;  // of the call that gave `status`
   int checks_failed = 0;
   char message[600] = {};
 
@@ -39,8 +39,8 @@ struct Outcome {
     std::snprintf(message, sizeof message, "%s", st == QCOLL_SUCCESS ? "" : qcollGetRecentErrMsg());
   }
   std::string text() const {
-    return std::string(status >= 0 ? qcollStatusName(status) : "NO REPORT") + " after " +
-           std::to_string(seconds) + " s: " + message;
+    return std::string(status >= 0 ? qcollStatusName(status) : "NO REPORT") + " after " + std::to_string(seconds) +
+           " s: " + message;
   }
 };
 
@@ -140,7 +140,8 @@ inline Call make_call(bool rs, qcollDataType x, qcollDataType s, qcollDataType o
 // The inputs of one rank for one call, kept alive as long as the object (for streams).
 struct RankInputs {
   std::vector<uint8_t> x, scales, workspace;
-  RankInputs(int rank, const Call& c, uint32_t seed) : x(faults::make_x(rank, c, seed)), scales(faults::make_scales(rank, c, seed)) {}
+  RankInputs(int rank, const Call& c, uint32_t seed)
+      : x(faults::make_x(rank, c, seed)), scales(faults::make_scales(rank, c, seed)) {}
 };
 
 // Both phases of `c` on rank `rank` of group `group` into `out` (out_bytes(c, n) bytes);

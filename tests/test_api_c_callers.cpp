@@ -15,9 +15,9 @@ extern "C" {
 struct qcollTensor;
 struct qcollOpExecutor;
 struct qcollThreadGroup;
-qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType,
-                               const int64_t* stride, int64_t offset, int32_t format,
-                               const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData);
+qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType, const int64_t* stride,
+                               int64_t offset, int32_t format, const int64_t* storageDims, uint64_t storageDimsNum,
+                               void* tensorData);
 qcollTensor* qcollCreateContiguousTensor(const int64_t* dims, uint64_t dimsNum, int32_t dataType, void* data);
 int32_t qcollDestroyTensor(const qcollTensor* tensor);
 int32_t qcollThreadGroupCreate(const char* name, int32_t nranks, qcollThreadGroup** group);

@@ -27,8 +27,8 @@ struct Call {
   aclDataType xdt = ACL_INT8, sdt = ACL_FLOAT, odt = ACL_BF16;
   aclFormat xfmt = ACL_FORMAT_ND, sfmt = ACL_FORMAT_ND, ofmt = ACL_FORMAT_ND;
   bool null_x = false, null_scales = false, null_out = false, null_ws = false, null_exec = false;
-  bool null_xdata = false;   // x's data pointer
-  int scales_elem_bytes = 0;  // > 0: scales allocated with this element size (the vendor sample's slip)
+  bool null_xdata = false;     // x's data pointer
+  int scales_elem_bytes = 0;   // > 0: scales allocated with this element size (the vendor sample's slip)
   int short_scales_rank = -1;  // >= 0: only this rank allocates its scales with 1-byte elements
   Group group = Group::Own;
   const char* reduce_op = "sum";
@@ -86,7 +86,8 @@ void run(const Call& c, const char* group_name, std::vector<aclnnStatus>& st, st
           EXPECT_EQ(aclrtMemset(*dev, bytes, 0, bytes), ACL_SUCCESS);
         }
         std::vector<int64_t> strides(shape.size(), 1);
-        for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+        for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+          strides[i] = strides[i + 1] * shape[i + 1];
         return aclCreateTensor(shape.data(), shape.size(), dt, strides.data(), 0, fmt, shape.data(), shape.size(),
                                null_data ? nullptr : *dev);
       };
@@ -94,7 +95,7 @@ void run(const Call& c, const char* group_name, std::vector<aclnnStatus>& st, st
       void *xd = nullptr, *sd = nullptr, *od = nullptr;
       aclTensor* x = make(c.xshape, c.xdt, c.xfmt, bytes(c.xshape, elem_bytes(c.xdt)), c.null_xdata, &xd);
       aclTensor* s = make(c.sshape, c.sdt, c.sfmt,
-                          bytes(c.sshape, c.scales_elem_bytes      ? c.scales_elem_bytes
+                          bytes(c.sshape, c.scales_elem_bytes        ? c.scales_elem_bytes
                                           : c.short_scales_rank == r ? 1
                                                                      : elem_bytes(c.sdt)),
                           false, &sd);
@@ -106,7 +107,8 @@ void run(const Call& c, const char* group_name, std::vector<aclnnStatus>& st, st
                                                       : long_name.c_str();
       uint64_t ws = 0;
       aclOpExecutor* exec = nullptr;
-      auto prepare = c.op == Op::ReduceScatter ? aclnnQuantReduceScatterGetWorkspaceSize : aclnnQuantAllReduceGetWorkspaceSize;
+      auto prepare =
+          c.op == Op::ReduceScatter ? aclnnQuantReduceScatterGetWorkspaceSize : aclnnQuantAllReduceGetWorkspaceSize;
       st[r] = prepare(c.null_x ? nullptr : x, c.null_scales ? nullptr : s, group, c.reduce_op, c.null_out ? nullptr : o,
                       c.null_ws ? nullptr : &ws, c.null_exec ? nullptr : &exec);
       msg[r] = aclGetRecentErrMsg();
@@ -139,7 +141,8 @@ const std::vector<Row>& rows() {
          c.xdt = ACL_FLOAT8_E4M3FN, c.sdt = ACL_FLOAT8_E8M0, c.odt = ACL_FLOAT;
          c.xshape = {2, 2, 1024}, c.sshape = {2, 2, 16, 2}, c.oshape = {2, 2, 1024};
        },
-       ACLNN_SUCCESS, {}},
+       ACLNN_SUCCESS,
+       {}},
       {"HiF8Fp16", [](Call& c) { c.xdt = ACL_HIFLOAT8, c.odt = ACL_FLOAT16; }, ACLNN_SUCCESS, {}},
       // null tensors and out-pointers
       {"NullX", [](Call& c) { c.null_x = true; }, ACLNN_ERR_PARAM_NULLPTR, {"x: must not be null"}},
@@ -153,65 +156,163 @@ const std::vector<Row>& rows() {
       {"XInt32", [](Call& c) { c.xdt = ACL_INT32; }, ACLNN_ERR_PARAM_INVALID, {"x: dtype", "3"}},
       // the 4-bit formats: the vendor's refusal under the default (vendor) contract
       {"XFloat4E2M1", [](Call& c) { c.xdt = ACL_FLOAT4_E2M1; }, ACLNN_ERR_PARAM_INVALID, {"x: dtype", "float4_e2m1"}},
-      {"XFloat4E1M2Mx", [](Call& c) { c.xdt = ACL_FLOAT4_E1M2, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2}; },
-       ACLNN_ERR_PARAM_INVALID, {"x: dtype", "float4_e1m2"}},
+      {"XFloat4E1M2Mx",
+       [](Call& c) {
+         c.xdt = ACL_FLOAT4_E1M2, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: dtype", "float4_e1m2"}},
       {"ScalesFloat4", [](Call& c) { c.sdt = ACL_FLOAT4_E2M1; }, ACLNN_ERR_PARAM_INVALID, {"scales: dtype"}},
       {"OutputFloat4", [](Call& c) { c.odt = ACL_FLOAT4_E1M2; }, ACLNN_ERR_PARAM_INVALID, {"output: dtype"}},
       {"ScalesFloat16", [](Call& c) { c.sdt = ACL_FLOAT16; }, ACLNN_ERR_PARAM_INVALID, {"scales: dtype"}},
-      {"Int8WithE8M0", [](Call& c) { c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2}; }, ACLNN_ERR_PARAM_INVALID,
+      {"Int8WithE8M0",
+       [](Call& c) {
+         c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"scales", "int8"}},
-      {"HiF8WithE8M0", [](Call& c) { c.xdt = ACL_HIFLOAT8, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2}; },
-       ACLNN_ERR_PARAM_INVALID, {"hifloat8"}},
+      {"HiF8WithE8M0",
+       [](Call& c) {
+         c.xdt = ACL_HIFLOAT8, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"hifloat8"}},
       {"OutputInt8", [](Call& c) { c.odt = ACL_INT8; }, ACLNN_ERR_PARAM_INVALID, {"output: dtype", "int8"}},
-      {"DtypeBeforeGroup", [](Call& c) { c.odt = ACL_INT32, c.group = Group::Null; }, ACLNN_ERR_PARAM_INVALID,
+      {"DtypeBeforeGroup",
+       [](Call& c) { c.odt = ACL_INT32, c.group = Group::Null; },
+       ACLNN_ERR_PARAM_INVALID,
        {"output: dtype"}},
       // the group name
       {"GroupNull", [](Call& c) { c.group = Group::Null; }, ACLNN_ERR_PARAM_INVALID, {"group: must not be null"}},
       {"GroupEmpty", [](Call& c) { c.group = Group::Empty; }, ACLNN_ERR_PARAM_INVALID, {"group", "0"}},
       {"Group128Chars", [](Call& c) { c.group = Group::Long128; }, ACLNN_ERR_PARAM_INVALID, {"group", "128"}},
-      {"GroupBeforeShape", [](Call& c) { c.group = Group::Long128, c.xshape = {8, 1000}; }, ACLNN_ERR_PARAM_INVALID,
+      {"GroupBeforeShape",
+       [](Call& c) {
+         c.group = Group::Long128, c.xshape = {8, 1000};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"group"}},
       {"GroupUnknown", [](Call& c) { c.group = Group::Unknown; }, ACLNN_ERR_PARAM_INVALID, {"no-such-comm"}},
-      {"DeviceNotInComm", [](Call& c) { c.device_offset = 4; }, ACLNN_ERR_PARAM_INVALID, {"of the calling thread is not a rank", "[0, 1]"}},
+      {"DeviceNotInComm",
+       [](Call& c) { c.device_offset = 4; },
+       ACLNN_ERR_PARAM_INVALID,
+       {"of the calling thread is not a rank", "[0, 1]"}},
       {"ReduceOpMax", [](Call& c) { c.reduce_op = "max"; }, ACLNN_ERR_PARAM_INVALID, {"reduceOp", "max"}},
       {"ReduceOpNull", [](Call& c) { c.reduce_op = nullptr; }, ACLNN_ERR_PARAM_INVALID, {"reduceOp", "null"}},
       // shapes
       {"X1D", [](Call& c) { c.xshape = {8192}; }, ACLNN_ERR_PARAM_INVALID, {"x: must be 2-D", "[8192]"}},
-      {"X4D", [](Call& c) { c.xshape = {2, 2, 2, 1024}; }, ACLNN_ERR_PARAM_INVALID, {"x: must be 2-D"}},
-      {"EmptyX", [](Call& c) { c.xshape = {0, 1024}, c.sshape = {0, 8}, c.oshape = {0, 1024}; }, ACLNN_ERR_PARAM_INVALID,
+      {"X4D",
+       [](Call& c) {
+         c.xshape = {2, 2, 2, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: must be 2-D"}},
+      {"EmptyX",
+       [](Call& c) {
+         c.xshape = {0, 1024}, c.sshape = {0, 8}, c.oshape = {0, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"x: empty", "[0, 1024]"}},
       {"EmptyXNullData",
-       [](Call& c) { c.xshape = {0, 1024}, c.sshape = {0, 8}, c.oshape = {0, 1024}, c.null_xdata = true; },
-       ACLNN_ERR_PARAM_INVALID, {"x: empty"}},
-      {"EmptyScales", [](Call& c) { c.sshape = {8, 0}; }, ACLNN_ERR_PARAM_INVALID, {"scales: empty"}},
-      {"EmptyOutput", [](Call& c) { c.oshape = {0, 1024}; }, ACLNN_ERR_PARAM_INVALID, {"output: empty"}},
-      {"H1000", [](Call& c) { c.xshape = {8, 1000}; }, ACLNN_ERR_PARAM_INVALID, {"x: H", "1000"}},
-      {"H896", [](Call& c) { c.xshape = {8, 896}, c.sshape = {8, 7}, c.oshape = {4, 896}; }, ACLNN_ERR_PARAM_INVALID,
+       [](Call& c) {
+         c.xshape = {0, 1024}, c.sshape = {0, 8}, c.oshape = {0, 1024}, c.null_xdata = true;
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: empty"}},
+      {"EmptyScales",
+       [](Call& c) {
+         c.sshape = {8, 0};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"scales: empty"}},
+      {"EmptyOutput",
+       [](Call& c) {
+         c.oshape = {0, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"output: empty"}},
+      {"H1000",
+       [](Call& c) {
+         c.xshape = {8, 1000};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: H", "1000"}},
+      {"H896",
+       [](Call& c) {
+         c.xshape = {8, 896}, c.sshape = {8, 7}, c.oshape = {4, 896};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"x: H", "896"}},
-      {"H8320", [](Call& c) { c.xshape = {8, 8320}, c.sshape = {8, 65}, c.oshape = {4, 8320}; }, ACLNN_ERR_PARAM_INVALID,
+      {"H8320",
+       [](Call& c) {
+         c.xshape = {8, 8320}, c.sshape = {8, 65}, c.oshape = {4, 8320};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"x: H", "8320"}},
-      {"BSOdd", [](Call& c) { c.xshape = {7, 1024}, c.sshape = {7, 8}; }, ACLNN_ERR_PARAM_INVALID, {"x: BS", "7", "2"}},
-      {"HBeforeBS", [](Call& c) { c.xshape = {7, 1000}; }, ACLNN_ERR_PARAM_INVALID, {"x: H"}},
-      {"BSOddAllReduce", [](Call& c) { c.op = Op::AllReduce, c.xshape = {3, 1024}, c.sshape = {3, 8}, c.oshape = {3, 1024}; },
-       ACLNN_ERR_PARAM_INVALID, {"x: BS", "3"}},
-      {"ScalesShape", [](Call& c) { c.sshape = {8, 4}; }, ACLNN_ERR_PARAM_INVALID, {"scales: shape", "[8, 8]", "[8, 4]"}},
-      {"ScalesShapeMx", [](Call& c) { c.xdt = ACL_FLOAT8_E5M2, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 32}; },
-       ACLNN_ERR_PARAM_INVALID, {"scales: shape", "[8, 16, 2]"}},
-      {"OutputShapeRS", [](Call& c) { c.oshape = {8, 1024}; }, ACLNN_ERR_PARAM_INVALID, {"output: shape", "[4, 1024]"}},
-      {"OutputShapeRS3D", [](Call& c) { c.xshape = {2, 4, 1024}, c.sshape = {2, 4, 8}, c.oshape = {1, 4, 1024}; },
-       ACLNN_ERR_PARAM_INVALID, {"output: shape", "[4, 1024]"}},
+      {"BSOdd",
+       [](Call& c) {
+         c.xshape = {7, 1024}, c.sshape = {7, 8};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: BS", "7", "2"}},
+      {"HBeforeBS",
+       [](Call& c) {
+         c.xshape = {7, 1000};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: H"}},
+      {"BSOddAllReduce",
+       [](Call& c) {
+         c.op = Op::AllReduce, c.xshape = {3, 1024}, c.sshape = {3, 8}, c.oshape = {3, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"x: BS", "3"}},
+      {"ScalesShape",
+       [](Call& c) {
+         c.sshape = {8, 4};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"scales: shape", "[8, 8]", "[8, 4]"}},
+      {"ScalesShapeMx",
+       [](Call& c) {
+         c.xdt = ACL_FLOAT8_E5M2, c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 32};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"scales: shape", "[8, 16, 2]"}},
+      {"OutputShapeRS",
+       [](Call& c) {
+         c.oshape = {8, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"output: shape", "[4, 1024]"}},
+      {"OutputShapeRS3D",
+       [](Call& c) {
+         c.xshape = {2, 4, 1024}, c.sshape = {2, 4, 8}, c.oshape = {1, 4, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
+       {"output: shape", "[4, 1024]"}},
       {"OutputShapeAR", [](Call& c) { c.op = Op::AllReduce; }, ACLNN_ERR_PARAM_INVALID, {"output: shape", "[8, 1024]"}},
-      {"ScalesBeforeOutput", [](Call& c) { c.sshape = {8, 4}, c.oshape = {8, 1024}; }, ACLNN_ERR_PARAM_INVALID,
+      {"ScalesBeforeOutput",
+       [](Call& c) {
+         c.sshape = {8, 4}, c.oshape = {8, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"scales: shape"}},
       // format
       {"XFractalNz", [](Call& c) { c.xfmt = ACL_FORMAT_FRACTAL_NZ; }, ACLNN_ERR_PARAM_INVALID, {"x: format", "29"}},
       {"ScalesNCHW", [](Call& c) { c.sfmt = ACL_FORMAT_NCHW; }, ACLNN_ERR_PARAM_INVALID, {"scales: format"}},
       {"OutputNHWC", [](Call& c) { c.ofmt = ACL_FORMAT_NHWC; }, ACLNN_ERR_PARAM_INVALID, {"output: format"}},
-      {"ShapeBeforeFormat", [](Call& c) { c.xfmt = ACL_FORMAT_FRACTAL_NZ, c.oshape = {8, 1024}; }, ACLNN_ERR_PARAM_INVALID,
+      {"ShapeBeforeFormat",
+       [](Call& c) {
+         c.xfmt = ACL_FORMAT_FRACTAL_NZ, c.oshape = {8, 1024};
+       },
+       ACLNN_ERR_PARAM_INVALID,
        {"output: shape"}},
       // beyond the vendor: the tensor must fit its aclrtMalloc allocation (the vendor's published
       // reduce-scatter sample allocates its float scales with an int8 element size)
-      {"ScalesAllocationTooSmall", [](Call& c) { c.scales_elem_bytes = 1; }, ACLNN_ERR_PARAM_INVALID,
+      {"ScalesAllocationTooSmall",
+       [](Call& c) { c.scales_elem_bytes = 1; },
+       ACLNN_ERR_PARAM_INVALID,
        {"scales: the tensor extends past its aclrtMalloc allocation", "256 bytes", "allocation of 64 bytes"}},
   };
   return k;
@@ -287,7 +388,8 @@ TEST(AscendRuntime, MemoryRemembersSizes) {
   EXPECT_EQ(aclrtMemcpy(p, 100, host.data(), 100, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
   EXPECT_EQ(aclrtMemcpy(p, 100, host.data(), 101, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);  // > destMax
   EXPECT_EQ(aclrtMemcpy(p, 200, host.data(), 200, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
-  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("allocation of 100 bytes"), std::string::npos) << aclGetRecentErrMsg();
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("allocation of 100 bytes"), std::string::npos)
+      << aclGetRecentErrMsg();
   EXPECT_EQ(aclrtMemcpy(host.data(), 200, static_cast<uint8_t*>(p) + 50, 60, ACL_MEMCPY_DEVICE_TO_HOST),
             ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMemcpy(host.data(), 200, host.data() + 100, 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);

@@ -92,7 +92,8 @@ int all_reduce_rank(int rank, int n, const HcclRootInfo& ri, aclnnStatus want, c
 
 TEST(AscendProcesses, RootInfoCommunicatorAllReduce) {
   for (int n : {2, 4})
-    EXPECT_TRUE(run_processes(n, [n](int r, const HcclRootInfo& ri) { return all_reduce_rank(r, n, ri, ACLNN_SUCCESS, ""); }))
+    EXPECT_TRUE(
+        run_processes(n, [n](int r, const HcclRootInfo& ri) { return all_reduce_rank(r, n, ri, ACLNN_SUCCESS, ""); }))
         << n << " processes";
 }
 

@@ -484,8 +484,7 @@ TEST_F(Bootstrap, ThreadsOfOneProcess) {
   EXPECT_EQ(qcollGroupInfo("boot-threads", nullptr, nullptr, nullptr), QCOLL_PARAM_INVALID);
   if (comms[0] != nullptr) {
     EXPECT_EQ(qcollCommDestroy(comms[0]), QCOLL_PARAM_INVALID);
-    EXPECT_EQ(std::string(qcollGetRecentErrMsg()).rfind("comm: must be destroyed on the thread that created it", 0),
-              0u)
+    EXPECT_EQ(std::string(qcollGetRecentErrMsg()).rfind("comm: must be destroyed on the thread that created it", 0), 0u)
         << qcollGetRecentErrMsg();
   }
   checked = true;
@@ -500,7 +499,8 @@ TEST_F(Bootstrap, ThreadsOfOneProcess) {
   ts.clear();
   const qcollUniqueId id2 = new_id();
   std::vector<qcollComm*> left(2, nullptr);
-  for (int r = 0; r < 2; ++r) ts.emplace_back([&, r] { st[r] = qcollCommInitRank("boot-threads", 2, &id2, r, &left[r]); });
+  for (int r = 0; r < 2; ++r)
+    ts.emplace_back([&, r] { st[r] = qcollCommInitRank("boot-threads", 2, &id2, r, &left[r]); });
   for (auto& t : ts) t.join();
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(st[r], QCOLL_SUCCESS);

@@ -149,7 +149,8 @@ TEST_F(CliBench, InputsQuantizedBf16Fp32) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("| reduce-scatter | 64 x 1024 | 2 | threads | kg-int8 | bf16 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("qcoll from bf16/fp32 input: fused (QuantizeReduceScatter"), std::string::npos)
-      << "float input must be labelled:\n" << r.out;
+      << "float input must be labelled:\n"
+      << r.out;
   nlohmann::json j = read_json("t.json");
   ASSERT_EQ(j["rows"].size(), 12u) << "2 operators x 3 inputs x 2 modes";
   std::map<std::string, int> per_input;
@@ -182,9 +183,10 @@ TEST_F(CliBench, MpiAbsentPeersAreUnavailableNotAnError) {
   GTEST_SKIP() << "built without MPI";
 #else
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
-  RunResult r = run("env QCOLL_CCL_PEER=/nonexistent/libqcoll_ccl_peer.so mpirun --allow-run-as-root --oversubscribe "
-                    "--mca btl_vader_single_copy_mechanism none -x QCOLL_CCL_PEER -np 2",
-                    std::string("bench ") + kTiny + " --input quantized,fp32 --peers mpi,oneccl,gloo --json m.json");
+  RunResult r =
+      run("env QCOLL_CCL_PEER=/nonexistent/libqcoll_ccl_peer.so mpirun --allow-run-as-root --oversubscribe "
+          "--mca btl_vader_single_copy_mechanism none -x QCOLL_CCL_PEER -np 2",
+          std::string("bench ") + kTiny + " --input quantized,fp32 --peers mpi,oneccl,gloo --json m.json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("peer oneccl: unavailable: cannot load /nonexistent/libqcoll_ccl_peer.so"), std::string::npos)
       << r.out;
@@ -227,8 +229,8 @@ TEST_F(CliBench, MpiPluginPeersWhereInstalled) {
   const char* home = std::getenv("HOME");
   const std::string dir = std::string(home ? home : "") + "/.local/qcoll-peers/lib/";
   int tested = 0;
-  for (const auto& [family, file] : {std::pair<std::string, std::string>{"oneccl", "libqcoll_ccl_peer.so"},
-                                     {"gloo", "libqcoll_gloo_peer.so"}}) {
+  for (const auto& [family, file] :
+       {std::pair<std::string, std::string>{"oneccl", "libqcoll_ccl_peer.so"}, {"gloo", "libqcoll_gloo_peer.so"}}) {
     SCOPED_TRACE(family);
     const std::string plugin = dir + file;
     if (!fs::exists(plugin)) continue;
@@ -267,7 +269,8 @@ TEST_F(CliBench, ReadsEarlierResultFiles) {
       "wire_bytes_qcoll": 1, "wire_bytes_fp32": 1, "wire_bytes_bf16": 1}]})";
   RunResult r = run("", "bench --from-json old.json --json new.json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("| kg-int8 | quantized | 1.000 | 4.000 | 2.000 | mpi-bf16 | 2.00 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| kg-int8 | quantized | 1.000 | 4.000 | 2.000 | mpi-bf16 | 2.00 |"), std::string::npos)
+      << r.out;
   nlohmann::json j = read_json("new.json");
   EXPECT_DOUBLE_EQ(j["rows"][0]["speedup_vs_fp32"].get<double>(), 4.0);
   EXPECT_EQ(j["rows"][0]["fastest_peer"], "mpi-bf16");

@@ -119,8 +119,8 @@ TEST(CliFormats, ShowOtherFormatsAndAliases) {
 }
 
 TEST(CliFormats, EncodeSpecVectors) {
-  Result r = run_cli({"formats", "encode", "hifloat8", "1.0625", "1.1875", "240", "0.1", "100", "1000",
-                      "40959", "40960", "0x1p-23", "0x1p-24"});
+  Result r = run_cli({"formats", "encode", "hifloat8", "1.0625", "1.1875", "240", "0.1", "100", "1000", "40959",
+                      "40960", "0x1p-23", "0x1p-24"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out,
             "0x09 1.125\n0x0A 1.25\n0x60 256\n0x52 0.09375\n0x4A 96\n0x64 1024\n"
@@ -167,7 +167,10 @@ TEST(CliFormats, EncodeHexFloatNegativesAndSixteenBit) {
 }
 
 TEST(CliFormats, Refusals) {
-  struct Case { std::vector<std::string> args; std::string err_has; };
+  struct Case {
+    std::vector<std::string> args;
+    std::string err_has;
+  };
   const Case cases[] = {
       {{"formats", "encode", "e4m3", "1", "abc", "2"}, "'abc'"},
       {{"formats", "encode", "e4m3", "1.5x"}, "'1.5x'"},

@@ -47,7 +47,15 @@ void write_npy(const fs::path& path, const std::string& descr, const std::vector
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape_tuple(shape) + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  Bytes b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size() & 0xFF),
+  Bytes b = {0x93,
+             'N',
+             'U',
+             'M',
+             'P',
+             'Y',
+             1,
+             0,
+             static_cast<uint8_t>(header.size() & 0xFF),
              static_cast<uint8_t>(header.size() >> 8)};
   b.insert(b.end(), header.begin(), header.end());
   b.insert(b.end(), data.begin(), data.end());
@@ -93,7 +101,7 @@ enum class XType { Int8, E4M3, E5M2 };
 
 struct Case {
   XType x;
-  bool mx;              // E8M0 scales (group 32), else fp32 scales (group 128)
+  bool mx;  // E8M0 scales (group 32), else fp32 scales (group 128)
   int n;
   std::vector<int64_t> x_shape;
   std::string out_dtype;  // float, float16, bfloat16
@@ -143,8 +151,8 @@ Bytes reference_output(const Case& c, const std::vector<RankInput>& in, std::siz
     ss.push_back(r.scales.data());
   }
   Bytes out(rows * h * qcoll::dtype_size(odt));
-  oracle::reduce(xdt, c.mx ? DType::Float8E8M0 : DType::Float, odt, xs.data(), ss.data(), in.size(), row0 * h,
-                 rows * h, out.data());
+  oracle::reduce(xdt, c.mx ? DType::Float8E8M0 : DType::Float, odt, xs.data(), ss.data(), in.size(), row0 * h, rows * h,
+                 out.data());
   return out;
 }
 
@@ -279,7 +287,8 @@ TEST_F(CliTest, DefaultOutputIsBfloat16AndScalesTypeFollowsTheFile) {
   Case c{XType::E4M3, true, 2, {4, 1024}, "bfloat16"};
   auto in = random_inputs(c, 7);
   write_inputs(c, in);
-  RunResult r = run("reduce-scatter --ranks 2 --x-dtype e4m3 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  RunResult r =
+      run("reduce-scatter --ranks 2 --x-dtype e4m3 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   NpyFile o = read_npy(dir_ / "out1.npy");
   EXPECT_EQ(o.descr, "<u2");
@@ -381,21 +390,26 @@ TEST_F(CliRefusal, ThreeRanksIsParamInvalid) {
 
 TEST_F(CliRefusal, Int8WithE8m0ScalesIsParamInvalid) {
   for (int r = 0; r < 4; ++r) write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), "|u1", {8, 16, 2}, Bytes(256, 0x7F));
-  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
-                 "qcoll: PARAM_INVALID (161002): ");
+  expect_refused(
+      run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+      "qcoll: PARAM_INVALID (161002): ");
 }
 
 TEST_F(CliRefusal, BadOutDtype) {
-  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  RunResult r =
+      run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out "
+          "'out{rank}.npy'");
   expect_refused(r, "--out-dtype");
   EXPECT_EQ(r.exit_code, 2);
-  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype fp64 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+  expect_refused(run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype fp64 --x 'x{rank}.npy' --scales "
+                     "'s{rank}.npy' --out 'out{rank}.npy'"),
                  "unknown dtype 'fp64'");
 }
 
 TEST_F(CliRefusal, BadXDtype) {
-  expect_refused(run("all-reduce --ranks 4 --x-dtype float --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
-                 "--x-dtype");
+  expect_refused(
+      run("all-reduce --ranks 4 --x-dtype float --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'"),
+      "--x-dtype");
 }
 
 TEST_F(CliRefusal, PatternWithoutRank) {
@@ -411,7 +425,8 @@ TEST_F(CliRefusal, MissingRequiredOption) {
 }
 
 TEST_F(CliRefusal, UnwritableOutputLeavesNothing) {
-  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'nodir/out{rank}.npy'");
+  RunResult r = run(
+      "reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'nodir/out{rank}.npy'");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("nodir/out0.npy"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "nodir"));
@@ -420,7 +435,8 @@ TEST_F(CliRefusal, UnwritableOutputLeavesNothing) {
 TEST_F(CliRefusal, FailedRunLeavesExistingOutputsUntouched) {
   { std::ofstream(dir_ / "old0.npy") << "previous"; }
   fs::remove(dir_ / "x1.npy");
-  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'old{rank}.npy'");
+  RunResult r =
+      run("reduce-scatter --ranks 4 --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'old{rank}.npy'");
   EXPECT_NE(r.exit_code, 0);
   std::ifstream f(dir_ / "old0.npy");
   std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -435,7 +451,9 @@ TEST_F(CliTest, GenerateQuantizeReduceScatterWorkflow) {
   ASSERT_EQ(g.exit_code, 0) << g.err;
   RunResult q = run("quantize --ranks 4 --in 'act{rank}.npy' --x-dtype int8 --x 'x{rank}.npy' --scales 's{rank}.npy'");
   ASSERT_EQ(q.exit_code, 0) << q.err;
-  RunResult r = run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype float --x 'x{rank}.npy' --scales 's{rank}.npy' --out 'out{rank}.npy'");
+  RunResult r =
+      run("reduce-scatter --ranks 4 --x-dtype int8 --out-dtype float --x 'x{rank}.npy' --scales 's{rank}.npy' --out "
+          "'out{rank}.npy'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   Case c{XType::Int8, false, 4, {16, 1024}, "float"};
@@ -498,7 +516,8 @@ TEST_F(CliTest, FusedEqualsQuantizeThenOperate) {
     for (int r = 0; r < 2; ++r) {
       Bytes in, f32;
       for (int i = 0; i < 8 * 1024; ++i) {
-        const float v = std::ldexp(static_cast<float>(static_cast<int>(g() % 2001) - 1000), -static_cast<int>(g() % 12));
+        const float v =
+            std::ldexp(static_cast<float>(static_cast<int>(g() % 2001) - 1000), -static_cast<int>(g() % 12));
         uint32_t u;
         std::memcpy(&u, &v, 4);
         if (std::string(p.descr) == "<f4") {
@@ -518,7 +537,8 @@ TEST_F(CliTest, FusedEqualsQuantizeThenOperate) {
       write_npy(dir_ / ("in" + std::to_string(r) + ".npy"), p.descr, shape, in);
       write_npy(dir_ / ("f32_" + std::to_string(r) + ".npy"), "<f4", shape, f32);
     }
-    RunResult f = run(std::string(p.op) + " --ranks 2 --in 'in{rank}.npy' --mode " + p.mode + " --out 'outf{rank}.npy'");
+    RunResult f =
+        run(std::string(p.op) + " --ranks 2 --in 'in{rank}.npy' --mode " + p.mode + " --out 'outf{rank}.npy'");
     ASSERT_EQ(f.exit_code, 0) << f.err;
     EXPECT_NE(f.out.find("fused"), std::string::npos) << f.out;
     RunResult q = run(std::string("quantize --ranks 2 --in 'f32_{rank}.npy' --x-dtype ") + p.x_dtype +
@@ -543,10 +563,12 @@ TEST_F(CliTest, FusedRefusesBadArguments) {
   expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --out 'out{rank}.npy'"), "--mode: required");
   expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode mx-int8 --out 'out{rank}.npy'"),
                  "--mode: must be one of");
-  expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode kg-int8 --x-dtype int8 --out 'out{rank}.npy'"),
-                 "--x-dtype cannot be given");
-  expect_refused(run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode kg-int8 --hif8-target 4 --out 'out{rank}.npy'"),
-                 "--hif8-target: applies to --mode kg-hif8 only");
+  expect_refused(
+      run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode kg-int8 --x-dtype int8 --out 'out{rank}.npy'"),
+      "--x-dtype cannot be given");
+  expect_refused(
+      run("reduce-scatter --ranks 2 --in 'act{rank}.npy' --mode kg-int8 --hif8-target 4 --out 'out{rank}.npy'"),
+      "--hif8-target: applies to --mode kg-hif8 only");
   expect_refused(run("all-reduce --ranks 2 --mode kg-int8 --out 'out{rank}.npy'"), "--mode: needs --in");
   expect_refused(run("all-reduce --ranks 2 --x-dtype int8 --scales 's{rank}.npy' --out 'out{rank}.npy'"),
                  "--x: required");

@@ -69,21 +69,25 @@ TEST(ThreadGroupTransport, ExchangeHandsEachRankItsBlockOfEveryPeer) {
     for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(r * 64 + i / srow);
     ExchangeSpec spec{x.data(), xrow, s.data(), srow, rows};
     int calls = 0;
-    Status st = exchange(c, spec, [&](const Chunk& ch) {
-      ++calls;
-      EXPECT_EQ(ch.row_begin, 0u);
-      EXPECT_EQ(ch.rows, rows);
-      for (int k = 0; k < 4; ++k)
-        for (std::size_t t = 0; t < rows; ++t) {
-          EXPECT_EQ(ch.x[k][t * xrow], k * 64 + r * rows + t);
-          EXPECT_EQ(ch.scales[k][t * srow + 3], k * 64 + r * rows + t);
-        }
-      return Status::Ok();
-    }, soon());
+    Status st = exchange(
+        c, spec,
+        [&](const Chunk& ch) {
+          ++calls;
+          EXPECT_EQ(ch.row_begin, 0u);
+          EXPECT_EQ(ch.rows, rows);
+          for (int k = 0; k < 4; ++k)
+            for (std::size_t t = 0; t < rows; ++t) {
+              EXPECT_EQ(ch.x[k][t * xrow], k * 64 + r * rows + t);
+              EXPECT_EQ(ch.scales[k][t * srow + 3], k * 64 + r * rows + t);
+            }
+          return Status::Ok();
+        },
+        soon());
     EXPECT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(calls, 1);
     // A consumer error is returned after the protocol completed.
-    st = exchange(c, spec, [](const Chunk&) { return Status::Error(qcoll::StatusCode::InnerError, "boom"); }, soon());
+    st = exchange(
+        c, spec, [](const Chunk&) { return Status::Error(qcoll::StatusCode::InnerError, "boom"); }, soon());
     EXPECT_EQ(st.code, qcoll::StatusCode::InnerError);
     EXPECT_TRUE(c.usable());
   });
@@ -107,15 +111,18 @@ TEST(ThreadGroupTransport, ExchangeFromAProducerThroughTheGroupsSlots) {
     ExchangeSpec spec{nullptr, xrow, nullptr, srow, rows};
     for (int round = 0; round < 3; ++round) {
       int calls = 0;
-      Status st = exchange(c, spec, [&](const Chunk& ch) {
-        ++calls;
-        for (int k = 0; k < 4; ++k)
-          for (std::size_t t = 0; t < ch.rows; ++t) {
-            EXPECT_EQ(ch.x[k][t * xrow + xrow - 1], xb(k, r * rows + ch.row_begin + t));
-            EXPECT_EQ(ch.scales[k][t * srow], sb(k, r * rows + ch.row_begin + t));
-          }
-        return Status::Ok();
-      }, soon(), &produce);
+      Status st = exchange(
+          c, spec,
+          [&](const Chunk& ch) {
+            ++calls;
+            for (int k = 0; k < 4; ++k)
+              for (std::size_t t = 0; t < ch.rows; ++t) {
+                EXPECT_EQ(ch.x[k][t * xrow + xrow - 1], xb(k, r * rows + ch.row_begin + t));
+                EXPECT_EQ(ch.scales[k][t * srow], sb(k, r * rows + ch.row_begin + t));
+              }
+            return Status::Ok();
+          },
+          soon(), &produce);
       EXPECT_TRUE(st.ok()) << st.message;
       EXPECT_EQ(calls, 1);
     }

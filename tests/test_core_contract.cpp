@@ -18,9 +18,9 @@ namespace s = qcoll::settings;
 using qcoll::DType;
 using qcoll::StatusCode;
 
-constexpr DType kAll[] = {DType::Float, DType::Float16, DType::Int8, DType::UInt8, DType::BFloat16,
-                          DType::HiFloat8, DType::Float8E5M2, DType::Float8E4M3FN, DType::Float8E8M0,
-                          DType::Float4E2M1, DType::Float4E1M2};
+constexpr DType kAll[] = {DType::Float,      DType::Float16,    DType::Int8,       DType::UInt8,
+                          DType::BFloat16,   DType::HiFloat8,   DType::Float8E5M2, DType::Float8E4M3FN,
+                          DType::Float8E8M0, DType::Float4E2M1, DType::Float4E1M2};
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
@@ -66,7 +66,7 @@ TEST(CoreContract, ScaleGroupsAndLayout) {
     EXPECT_EQ(c::scales_row_bytes(t, 1024), 0u);
     EXPECT_TRUE(c::scales_shape(t, {4, 1024}).empty());
   }
-  EXPECT_EQ(c::scales_row_bytes(DType::Float, 1024), 32u);  // 8 fp32 scales
+  EXPECT_EQ(c::scales_row_bytes(DType::Float, 1024), 32u);       // 8 fp32 scales
   EXPECT_EQ(c::scales_row_bytes(DType::Float8E8M0, 1024), 32u);  // 32 E8M0 bytes
   EXPECT_EQ(c::scales_row_bytes(DType::Float, 8192), 256u);
   EXPECT_EQ(c::scales_count(DType::Float, 3, 1024), 24u);
@@ -89,8 +89,9 @@ TEST(CoreContract, QuantizerRules) {
   EXPECT_EQ(st.code, StatusCode::ParamInvalid);
   EXPECT_EQ(st.message, "x_dtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got int8");
   st = c::check_quant_dtypes(DType::Float8E8M0, DType::Float);
-  EXPECT_EQ(st.message, "x_dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got "
-                        "float8_e8m0");
+  EXPECT_EQ(st.message,
+            "x_dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got "
+            "float8_e8m0");
   // The caller's parameter names (Python's quantize_kg(x, dtype)).
   c::QuantParamNames names;
   names.x_dtype = "dtype";
@@ -100,13 +101,17 @@ TEST(CoreContract, QuantizerRules) {
   EXPECT_TRUE(starts_with(c::check_quant_call(DType::HiFloat8, DType::Float, 1024, 0.5f, names).message,
                           "hif8_target=: must be"));
   st = c::check_quant_dtypes(DType::Int8, DType::Float16);
-  EXPECT_TRUE(starts_with(st.message, "scales_dtype: must be float (KG) or float8_e8m0 (MX), got float16")) << st.message;
+  EXPECT_TRUE(starts_with(st.message, "scales_dtype: must be float (KG) or float8_e8m0 (MX), got float16"))
+      << st.message;
 
   EXPECT_TRUE(c::check_quant_h(DType::Float, 128).ok());
   EXPECT_TRUE(c::check_quant_h(DType::Float8E8M0, 64).ok());
-  EXPECT_EQ(c::check_quant_h(DType::Float, 0).message, "H: must be a positive multiple of 128 for KG quantization, got 0");
-  EXPECT_EQ(c::check_quant_h(DType::Float, 192).message, "H: must be a positive multiple of 128 for KG quantization, got 192");
-  EXPECT_EQ(c::check_quant_h(DType::Float8E8M0, 96).message, "H: must be a positive multiple of 64 for MX quantization, got 96");
+  EXPECT_EQ(c::check_quant_h(DType::Float, 0).message,
+            "H: must be a positive multiple of 128 for KG quantization, got 0");
+  EXPECT_EQ(c::check_quant_h(DType::Float, 192).message,
+            "H: must be a positive multiple of 128 for KG quantization, got 192");
+  EXPECT_EQ(c::check_quant_h(DType::Float8E8M0, 96).message,
+            "H: must be a positive multiple of 64 for MX quantization, got 96");
 
   // HiF8 target: 0 or [1, 32768] (the largest finite HiF8 value).
   for (float ok : {0.0f, 1.0f, 16.0f, 32768.0f}) EXPECT_TRUE(c::hif8_target_ok(ok)) << ok;
@@ -114,8 +119,7 @@ TEST(CoreContract, QuantizerRules) {
     EXPECT_FALSE(c::hif8_target_ok(bad)) << bad;
   EXPECT_EQ(c::check_hif8_target(0.5f).message, "hif8_target: must be 0 (default) or in [1, 32768], got 0.500000");
   // check_quant_call: dtypes, then H, then the target for KG HiF8 only.
-  EXPECT_EQ(c::check_quant_call(DType::HiFloat8, DType::Float, 1024, 0.5f).message,
-            c::check_hif8_target(0.5f).message);
+  EXPECT_EQ(c::check_quant_call(DType::HiFloat8, DType::Float, 1024, 0.5f).message, c::check_hif8_target(0.5f).message);
   EXPECT_TRUE(c::check_quant_call(DType::Int8, DType::Float, 1024, 0.5f).ok());
   EXPECT_TRUE(starts_with(c::check_quant_call(DType::HiFloat8, DType::Float, 100, 0.5f).message, "H:"));
   EXPECT_TRUE(starts_with(c::check_quant_call(DType::Int8, DType::Float8E8M0, 100, 0.5f).message, "x_dtype:"));
@@ -223,8 +227,10 @@ TEST(CoreContract, WindowRule) {
 class EnvVar {
  public:
   EnvVar(const char* name, const char* value) : name_(name) {
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~EnvVar() { unsetenv(name_); }
 
@@ -257,8 +263,9 @@ TEST(CoreSettings, TimeoutWarnsOncePerValue) {
   EXPECT_EQ(s::timeout_seconds(), 60.0);
   EXPECT_EQ(s::timeout_seconds(), 60.0);
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "qcoll: warning: QCOLL_TIMEOUT_S: must be a number of seconds in (0, 1e6], got '-3 (core test)'; "
-                 "using 60 s\n");
+  EXPECT_EQ(err,
+            "qcoll: warning: QCOLL_TIMEOUT_S: must be a number of seconds in (0, 1e6], got '-3 (core test)'; "
+            "using 60 s\n");
 }
 
 TEST(CoreSettings, RankThreadsRangeAndDefault) {

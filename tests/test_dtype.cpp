@@ -7,9 +7,8 @@
 using qcoll::DType;
 
 TEST(DType, NamesRoundTrip) {
-  for (DType t : {DType::Float, DType::Float16, DType::Int8, DType::BFloat16, DType::HiFloat8,
-                  DType::Float8E5M2, DType::Float8E4M3FN, DType::Float8E8M0, DType::Float4E2M1,
-                  DType::Float4E1M2}) {
+  for (DType t : {DType::Float, DType::Float16, DType::Int8, DType::BFloat16, DType::HiFloat8, DType::Float8E5M2,
+                  DType::Float8E4M3FN, DType::Float8E8M0, DType::Float4E2M1, DType::Float4E1M2}) {
     auto parsed = qcoll::parse_dtype(qcoll::dtype_name(t));
     ASSERT_TRUE(parsed.has_value()) << qcoll::dtype_name(t);
     EXPECT_EQ(*parsed, t);

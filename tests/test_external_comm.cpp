@@ -33,8 +33,8 @@ class Hub {
   explicit Hub(int n) : n_(n), sends_(n), bytes_(n) {}
 
   // rank's part of one collective; all_to_all: recv part k = part `rank` of k's send.
-  qcollStatus collective(int rank, bool all_to_all, const void* send, void* recv, uint64_t bytes,
-                         int64_t timeout_ms, char* err, uint64_t err_bytes) {
+  qcollStatus collective(int rank, bool all_to_all, const void* send, void* recv, uint64_t bytes, int64_t timeout_ms,
+                         char* err, uint64_t err_bytes) {
     std::unique_lock<std::mutex> lk(mu_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     const uint64_t gen = gen_;
@@ -45,8 +45,7 @@ class Hub {
       ++gen_;
       cv_.notify_all();
     } else if (!cv_.wait_until(lk, deadline, [&] { return gen_ != gen; })) {
-      std::snprintf(err, err_bytes, "hub: rank %d timed out after %lld ms", rank,
-                    static_cast<long long>(timeout_ms));
+      std::snprintf(err, err_bytes, "hub: rank %d timed out after %lld ms", rank, static_cast<long long>(timeout_ms));
       return QCOLL_RUNTIME_ERROR;
     }
     for (int k = 0; k < n_; ++k) {
@@ -118,9 +117,12 @@ struct Combo {
   qcollDataType x, s;
 };
 const Combo kCombos[] = {
-    {QCOLL_DT_INT8, QCOLL_DT_FLOAT},         {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT},
-    {QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT}, {QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT},
-    {QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E8M0}, {QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT8_E8M0},
+    {QCOLL_DT_INT8, QCOLL_DT_FLOAT},
+    {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT},
+    {QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT},
+    {QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT},
+    {QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E8M0},
+    {QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT8_E8M0},
 };
 const qcollDataType kOuts[] = {QCOLL_DT_FLOAT, QCOLL_DT_FLOAT16, QCOLL_DT_BFLOAT16};
 constexpr int64_t H = 1024;
@@ -129,13 +131,13 @@ std::size_t out_size(qcollDataType t) { return t == QCOLL_DT_FLOAT ? 4 : 2; }
 
 // Rank k's inputs: random codes (every byte value appears) and finite random scales.
 void make_inputs(const Combo& c, int k, int64_t rows, std::vector<uint8_t>& x, std::vector<uint8_t>& s) {
-  std::mt19937 rng(77u + 13u * static_cast<unsigned>(k) + static_cast<unsigned>(c.x) * 5u +
-                   static_cast<unsigned>(c.s));
+  std::mt19937 rng(77u + 13u * static_cast<unsigned>(k) + static_cast<unsigned>(c.x) * 5u + static_cast<unsigned>(c.s));
   x.resize(static_cast<std::size_t>(rows * H));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = i < 256 ? static_cast<uint8_t>(i) : static_cast<uint8_t>(rng());
   if (c.s == QCOLL_DT_FLOAT) {
     std::vector<float> f(static_cast<std::size_t>(rows * H / 128));
-    for (auto& v : f) v = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f, static_cast<int>(rng() % 9) - 4);
+    for (auto& v : f)
+      v = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f, static_cast<int>(rng() % 9) - 4);
     s.resize(f.size() * 4);
     std::memcpy(s.data(), f.data(), s.size());
   } else {

@@ -60,8 +60,8 @@ struct RankPlan {
 };
 
 // Forks kRanks processes; returns results[call][rank] (absent/killed ranks: called = false).
-std::vector<std::vector<RankResult>> run_processes(const std::vector<RankPlan>& plans, double timeout_s,
-                                                   uint32_t seed, std::vector<int>* exit_codes = nullptr) {
+std::vector<std::vector<RankResult>> run_processes(const std::vector<RankPlan>& plans, double timeout_s, uint32_t seed,
+                                                   std::vector<int>* exit_codes = nullptr) {
   const int n = kRanks;
   std::string name;
   EXPECT_TRUE(random_shm_name(name).ok());
@@ -358,8 +358,9 @@ TEST_F(FaultsShm, ProcessKilledAsTheCallStarts) {
 }
 
 TEST_F(FaultsShm, ProcessKilledMidCall) {
-  killed_mid_call(-1, "process killed mid-call (SIGKILL r1 in its reduce step at the middle of its block, "
-                      "8 MiB all-reduce, 4 MB window)");
+  killed_mid_call(-1,
+                  "process killed mid-call (SIGKILL r1 in its reduce step at the middle of its block, "
+                  "8 MiB all-reduce, 4 MB window)");
 }
 
 TEST_F(FaultsShm, ProcessKilledAfterADelay) {

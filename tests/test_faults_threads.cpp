@@ -2,9 +2,9 @@
 // what every rank observes. For every case: each rank that called returns a status and a
 // message within its bound (fast failures well before QCOLL_TIMEOUT_S, missing peers within
 // QCOLL_TIMEOUT_S plus a margin), no output byte is written, no thread is left behind (the
-// thread transport uses no shared-memory segment; leaks are LeakSanitizer's job in build-asan). Each case prints one "FAULT-MATRIX | case | threads |
-// per-rank status and time | slowest |" row. ("A process killed mid-call" does not apply:
-// ranks are threads of one process.)
+// thread transport uses no shared-memory segment; leaks are LeakSanitizer's job in build-asan). Each case prints one
+// "FAULT-MATRIX | case | threads | per-rank status and time | slowest |" row. ("A process killed mid-call" does not
+// apply: ranks are threads of one process.)
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -51,8 +51,8 @@ class FaultsThreads : public ::testing::Test {
   }
 
   // Runs one call per rank (calls[r]) on group g; prints the row.
-  std::vector<RankResult> run_case(harness::Group& g, const std::string& name,
-                                   const std::vector<RankCall>& calls, uint32_t seed = 7) {
+  std::vector<RankResult> run_case(harness::Group& g, const std::string& name, const std::vector<RankCall>& calls,
+                                   uint32_t seed = 7) {
     std::vector<RankResult> rs(kRanks);
     g.run([&](int r) { rs[r] = faults::run_rank(r, kRanks, calls[r], g.name(), seed); });
     faults::print_row("threads", name, rs);
@@ -183,9 +183,9 @@ TEST_F(FaultsThreads, ExceptionInTheReduceStep) {
     call.reduce_scatter = rs_op;
     call.check_written = true;
     faults::inject_reduce_fault(true);
-    auto rs = run_case(g, std::string("exception in the reduce step mid-protocol (r2, ") +
-                              (rs_op ? "reduce-scatter)" : "all-reduce)"),
-                       all_same(call));
+    auto rs = run_case(
+        g, std::string("exception in the reduce step mid-protocol (r2, ") + (rs_op ? "reduce-scatter)" : "all-reduce)"),
+        all_same(call));
     faults::inject_reduce_fault(false);
     for (int r = 0; r < kRanks; ++r) {
       SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
@@ -219,8 +219,9 @@ TEST_F(FaultsThreads, FusedSucceedsWithTheReference) {
   harness::Group g(kRanks);
   for (bool rs_op : {true, false})
     for (qcollDataType in : {QCOLL_DT_FLOAT, QCOLL_DT_BFLOAT16}) {
-      auto rs = run_case(g, std::string("fused ") + (rs_op ? "reduce-scatter" : "all-reduce") + " from " +
-                                (in == QCOLL_DT_FLOAT ? "fp32" : "bf16") + " succeeds",
+      auto rs = run_case(g,
+                         std::string("fused ") + (rs_op ? "reduce-scatter" : "all-reduce") + " from " +
+                             (in == QCOLL_DT_FLOAT ? "fp32" : "bf16") + " succeeds",
                          all_same(fused_call(rs_op, in)));
       expect_success(rs);
     }

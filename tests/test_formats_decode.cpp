@@ -10,10 +10,10 @@
 #include "qcoll/formats.hpp"
 
 namespace f = qcoll::formats;
-using qcoll::DType;
 using oracle::kInf;
 using oracle::kNaN;
 using oracle::p2;
+using qcoll::DType;
 
 namespace {
 
@@ -26,8 +26,7 @@ namespace {
   const float wantf = static_cast<float>(want);
   if (static_cast<double>(wantf) != want)
     return ::testing::AssertionFailure() << "reference " << want << " is not exact in fp32";
-  if (std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(wantf))
-    return ::testing::AssertionSuccess();
+  if (std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(wantf)) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "got " << std::hexfloat << got << ", want " << wantf;
 }
 
@@ -46,7 +45,9 @@ void check_all_codes(DType t, float (*decode)(uint8_t), Ref ref) {
 }  // namespace
 
 TEST(FormatsDecode, Int8AllCodes) { check_all_codes(DType::Int8, f::decode_int8, oracle::decode_int8); }
-TEST(FormatsDecode, E4M3FNAllCodes) { check_all_codes(DType::Float8E4M3FN, f::decode_float8_e4m3fn, oracle::decode_e4m3fn); }
+TEST(FormatsDecode, E4M3FNAllCodes) {
+  check_all_codes(DType::Float8E4M3FN, f::decode_float8_e4m3fn, oracle::decode_e4m3fn);
+}
 TEST(FormatsDecode, E5M2AllCodes) { check_all_codes(DType::Float8E5M2, f::decode_float8_e5m2, oracle::decode_e5m2); }
 TEST(FormatsDecode, E8M0AllCodes) { check_all_codes(DType::Float8E8M0, f::decode_float8_e8m0, oracle::decode_e8m0); }
 TEST(FormatsDecode, HiF8AllCodes) { check_all_codes(DType::HiFloat8, f::decode_hifloat8, oracle::decode_hif8); }
@@ -89,30 +90,54 @@ TEST(FormatsDecode, SpecialCodes) {
 }
 
 TEST(FormatsDecode, Spec6Vectors) {
-  struct V { DType t; unsigned code; double value; };
+  struct V {
+    DType t;
+    unsigned code;
+    double value;
+  };
   const V vectors[] = {
-      {DType::Float8E4M3FN, 0x01, p2(-9)}, {DType::Float8E4M3FN, 0x07, 0.013671875},
-      {DType::Float8E4M3FN, 0x08, p2(-6)}, {DType::Float8E4M3FN, 0x38, 1.0},
-      {DType::Float8E4M3FN, 0x7E, 448},    {DType::Float8E4M3FN, 0x7F, kNaN},
-      {DType::Float8E4M3FN, 0xB8, -1},     {DType::Float8E4M3FN, 0xFE, -448},
-      {DType::Float8E5M2, 0x01, p2(-16)},  {DType::Float8E5M2, 0x03, 3 * p2(-16)},
-      {DType::Float8E5M2, 0x04, p2(-14)},  {DType::Float8E5M2, 0x3C, 1.0},
-      {DType::Float8E5M2, 0x7B, 57344},    {DType::Float8E5M2, 0x7C, kInf},
-      {DType::Float8E5M2, 0x7D, kNaN},     {DType::Float8E5M2, 0xFC, -kInf},
-      {DType::Float8E8M0, 0x00, p2(-127)}, {DType::Float8E8M0, 0x7F, 1.0},
-      {DType::Float8E8M0, 0x80, 2.0},      {DType::Float8E8M0, 0xFE, p2(127)},
+      {DType::Float8E4M3FN, 0x01, p2(-9)},
+      {DType::Float8E4M3FN, 0x07, 0.013671875},
+      {DType::Float8E4M3FN, 0x08, p2(-6)},
+      {DType::Float8E4M3FN, 0x38, 1.0},
+      {DType::Float8E4M3FN, 0x7E, 448},
+      {DType::Float8E4M3FN, 0x7F, kNaN},
+      {DType::Float8E4M3FN, 0xB8, -1},
+      {DType::Float8E4M3FN, 0xFE, -448},
+      {DType::Float8E5M2, 0x01, p2(-16)},
+      {DType::Float8E5M2, 0x03, 3 * p2(-16)},
+      {DType::Float8E5M2, 0x04, p2(-14)},
+      {DType::Float8E5M2, 0x3C, 1.0},
+      {DType::Float8E5M2, 0x7B, 57344},
+      {DType::Float8E5M2, 0x7C, kInf},
+      {DType::Float8E5M2, 0x7D, kNaN},
+      {DType::Float8E5M2, 0xFC, -kInf},
+      {DType::Float8E8M0, 0x00, p2(-127)},
+      {DType::Float8E8M0, 0x7F, 1.0},
+      {DType::Float8E8M0, 0x80, 2.0},
+      {DType::Float8E8M0, 0xFE, p2(127)},
       {DType::Float8E8M0, 0xFF, kNaN},
       // HiF8 examples of contract.md §vectors
-      {DType::HiFloat8, 0x08, 1.0},        {DType::HiFloat8, 0x09, 1.125},
-      {DType::HiFloat8, 0x10, 2.0},        {DType::HiFloat8, 0x18, 0.5},
-      {DType::HiFloat8, 0x20, 4.0},        {DType::HiFloat8, 0x2F, 15.0},
-      {DType::HiFloat8, 0x40, 16.0},       {DType::HiFloat8, 0x4F, 224},
-      {DType::HiFloat8, 0x60, 256},        {DType::HiFloat8, 0x61, 384},
-      {DType::HiFloat8, 0x70, p2(-8)},     {DType::HiFloat8, 0x7E, p2(-15)},
-      {DType::HiFloat8, 0x7F, 1.5 * p2(-15)}, {DType::HiFloat8, 0x01, p2(-22)},
-      {DType::HiFloat8, 0x07, p2(-16)},    {DType::HiFloat8, 0x88, -1.0},
-      {DType::HiFloat8, 0x6E, 32768},      {DType::HiFloat8, 0x00, 0.0},
-      {DType::HiFloat8, 0x80, kNaN},       {DType::HiFloat8, 0x6F, kInf},
+      {DType::HiFloat8, 0x08, 1.0},
+      {DType::HiFloat8, 0x09, 1.125},
+      {DType::HiFloat8, 0x10, 2.0},
+      {DType::HiFloat8, 0x18, 0.5},
+      {DType::HiFloat8, 0x20, 4.0},
+      {DType::HiFloat8, 0x2F, 15.0},
+      {DType::HiFloat8, 0x40, 16.0},
+      {DType::HiFloat8, 0x4F, 224},
+      {DType::HiFloat8, 0x60, 256},
+      {DType::HiFloat8, 0x61, 384},
+      {DType::HiFloat8, 0x70, p2(-8)},
+      {DType::HiFloat8, 0x7E, p2(-15)},
+      {DType::HiFloat8, 0x7F, 1.5 * p2(-15)},
+      {DType::HiFloat8, 0x01, p2(-22)},
+      {DType::HiFloat8, 0x07, p2(-16)},
+      {DType::HiFloat8, 0x88, -1.0},
+      {DType::HiFloat8, 0x6E, 32768},
+      {DType::HiFloat8, 0x00, 0.0},
+      {DType::HiFloat8, 0x80, kNaN},
+      {DType::HiFloat8, 0x6F, kInf},
       {DType::HiFloat8, 0xEF, -kInf},
   };
   for (const auto& v : vectors)

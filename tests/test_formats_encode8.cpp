@@ -28,21 +28,21 @@ struct FormatCase {
   const char* name;
   uint8_t (*encode)(float, Saturation);
   double (*ref_decode)(uint8_t);
-  double beyond;          // the first value of the virtual next binade (overflow)
+  double beyond;  // the first value of the virtual next binade (overflow)
   Ties ties;
-  unsigned max_code;      // largest finite positive code
-  unsigned overflow_code; // non-saturating overflow (positive)
+  unsigned max_code;       // largest finite positive code
+  unsigned overflow_code;  // non-saturating overflow (positive)
   bool has_negative_zero;
   // expected code for NaN input with the given sign bit
   unsigned nan_code_pos, nan_code_neg;
 };
 
-const FormatCase kE4M3 = {"e4m3fn", f::encode_float8_e4m3fn, decode_e4m3fn, 480.0, Ties::ToEven,
-                          0x7E, 0x7F, true, 0x7F, 0xFF};
-const FormatCase kE5M2 = {"e5m2", f::encode_float8_e5m2, decode_e5m2, 65536.0, Ties::ToEven,
-                          0x7B, 0x7C, true, 0x7E, 0xFE};
-const FormatCase kHiF8 = {"hifloat8", f::encode_hifloat8, decode_hif8, 49152.0, Ties::AwayFromZero,
-                          0x6E, 0x6F, false, 0x80, 0x80};
+const FormatCase kE4M3 = {"e4m3fn", f::encode_float8_e4m3fn, decode_e4m3fn, 480.0, Ties::ToEven, 0x7E, 0x7F, true, 0x7F,
+                          0xFF};
+const FormatCase kE5M2 = {"e5m2", f::encode_float8_e5m2, decode_e5m2, 65536.0, Ties::ToEven, 0x7B, 0x7C, true, 0x7E,
+                          0xFE};
+const FormatCase kHiF8 = {
+    "hifloat8", f::encode_hifloat8, decode_hif8, 49152.0, Ties::AwayFromZero, 0x6E, 0x6F, false, 0x80, 0x80};
 
 // Expected byte for a magnitude result (nullopt = overflow) and sign.
 unsigned expected_byte(const FormatCase& fc, std::optional<unsigned> mag, bool negative, Saturation s) {
@@ -86,8 +86,10 @@ void check_midpoints(const FormatCase& fc) {
     const std::optional<unsigned> lo_code = lo.code;
     const std::optional<unsigned> hi_code = hi_overflows ? std::nullopt : std::optional<unsigned>(hi.code);
     std::optional<unsigned> tie_code;
-    if (fc.ties == Ties::AwayFromZero) tie_code = hi_code;
-    else tie_code = (lo.code & 1) == 0 ? lo_code : hi_code;
+    if (fc.ties == Ties::AwayFromZero)
+      tie_code = hi_code;
+    else
+      tie_code = (lo.code & 1) == 0 ? lo_code : hi_code;
     const float below = std::nextafter(midf, 0.0f);
     const float above = std::nextafter(midf, INFINITY);
     for (Saturation s : kModes) {
@@ -185,28 +187,49 @@ TEST(FormatsEncode8, InfinityRoundTrip) {
 
 TEST(FormatsEncode8, Spec6Vectors) {
   const auto NS = Saturation::NonSaturating, S = Saturation::Saturating;
-  struct V { uint8_t (*enc)(float, Saturation); Saturation s; float in; unsigned out; };
+  struct V {
+    uint8_t (*enc)(float, Saturation);
+    Saturation s;
+    float in;
+    unsigned out;
+  };
   const V vectors[] = {
-      {f::encode_float8_e4m3fn, NS, 1.0625f, 0x38}, {f::encode_float8_e4m3fn, NS, 1.1875f, 0x3A},
-      {f::encode_float8_e4m3fn, NS, 17.0f, 0x58},   {f::encode_float8_e4m3fn, NS, 19.0f, 0x5A},
-      {f::encode_float8_e4m3fn, NS, 464.0f, 0x7E},  {f::encode_float8_e4m3fn, NS, 500.0f, 0x7F},
+      {f::encode_float8_e4m3fn, NS, 1.0625f, 0x38},
+      {f::encode_float8_e4m3fn, NS, 1.1875f, 0x3A},
+      {f::encode_float8_e4m3fn, NS, 17.0f, 0x58},
+      {f::encode_float8_e4m3fn, NS, 19.0f, 0x5A},
+      {f::encode_float8_e4m3fn, NS, 464.0f, 0x7E},
+      {f::encode_float8_e4m3fn, NS, 500.0f, 0x7F},
       {f::encode_float8_e4m3fn, S, 500.0f, 0x7E},
-      {f::encode_float8_e5m2, NS, 1.125f, 0x3C},    {f::encode_float8_e5m2, NS, 1.375f, 0x3E},
-      {f::encode_float8_e5m2, NS, 61439.0f, 0x7B},  {f::encode_float8_e5m2, NS, 61440.0f, 0x7C},
+      {f::encode_float8_e5m2, NS, 1.125f, 0x3C},
+      {f::encode_float8_e5m2, NS, 1.375f, 0x3E},
+      {f::encode_float8_e5m2, NS, 61439.0f, 0x7B},
+      {f::encode_float8_e5m2, NS, 61440.0f, 0x7C},
       {f::encode_float8_e5m2, S, 61440.0f, 0x7B},
-      {f::encode_hifloat8, NS, 1.0625f, 0x09},      {f::encode_hifloat8, NS, 1.1875f, 0x0A},
-      {f::encode_hifloat8, NS, 240.0f, 0x60},       {f::encode_hifloat8, NS, 0.1f, 0x52},
-      {f::encode_hifloat8, NS, 100.0f, 0x4A},       {f::encode_hifloat8, NS, 1000.0f, 0x64},
-      {f::encode_hifloat8, NS, 40959.0f, 0x6E},     {f::encode_hifloat8, NS, 40960.0f, 0x6F},
-      {f::encode_hifloat8, NS, 0x1p-23f, 0x01},     {f::encode_hifloat8, NS, 0x1p-24f, 0x00},
+      {f::encode_hifloat8, NS, 1.0625f, 0x09},
+      {f::encode_hifloat8, NS, 1.1875f, 0x0A},
+      {f::encode_hifloat8, NS, 240.0f, 0x60},
+      {f::encode_hifloat8, NS, 0.1f, 0x52},
+      {f::encode_hifloat8, NS, 100.0f, 0x4A},
+      {f::encode_hifloat8, NS, 1000.0f, 0x64},
+      {f::encode_hifloat8, NS, 40959.0f, 0x6E},
+      {f::encode_hifloat8, NS, 40960.0f, 0x6F},
+      {f::encode_hifloat8, NS, 0x1p-23f, 0x01},
+      {f::encode_hifloat8, NS, 0x1p-24f, 0x00},
       // contract.md §encoders statements
-      {f::encode_hifloat8, S, 40960.0f, 0x6E},      {f::encode_hifloat8, NS, -0x1p-24f, 0x00},
-      {f::encode_hifloat8, NS, -0x1.fp-23f, 0x81},  {f::encode_hifloat8, NS, -0.0f, 0x00},
-      {f::encode_float8_e4m3fn, NS, -500.0f, 0xFF}, {f::encode_float8_e5m2, NS, -61440.0f, 0xFC},
+      {f::encode_hifloat8, S, 40960.0f, 0x6E},
+      {f::encode_hifloat8, NS, -0x1p-24f, 0x00},
+      {f::encode_hifloat8, NS, -0x1.fp-23f, 0x81},
+      {f::encode_hifloat8, NS, -0.0f, 0x00},
+      {f::encode_float8_e4m3fn, NS, -500.0f, 0xFF},
+      {f::encode_float8_e5m2, NS, -61440.0f, 0xFC},
       // MX E4M3 blocks of contract.md §vectors (elements already divided by the shared scale)
-      {f::encode_float8_e4m3fn, S, 0.0f, 0x00},     {f::encode_float8_e4m3fn, S, 4.0f, 0x48},
-      {f::encode_float8_e4m3fn, S, 32.0f, 0x60},    {f::encode_float8_e4m3fn, S, 256.0f, 0x78},
-      {f::encode_float8_e4m3fn, S, -1.0f, 0xB8},    {f::encode_float8_e4m3fn, S, 0.3f, 0x2A},
+      {f::encode_float8_e4m3fn, S, 0.0f, 0x00},
+      {f::encode_float8_e4m3fn, S, 4.0f, 0x48},
+      {f::encode_float8_e4m3fn, S, 32.0f, 0x60},
+      {f::encode_float8_e4m3fn, S, 256.0f, 0x78},
+      {f::encode_float8_e4m3fn, S, -1.0f, 0xB8},
+      {f::encode_float8_e4m3fn, S, 0.3f, 0x2A},
       {f::encode_float8_e4m3fn, S, 0x1p-9f, 0x01},
   };
   for (const auto& v : vectors)

@@ -10,11 +10,11 @@
 //    Python child process) for every finite fp32: only with QCOLL_EXHAUSTIVE=1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,16 +74,19 @@ void sweep_nonnegative(const Format& fm, Saturation s) {
     } else {
       const Point lo = all[i], hi = all[i + 1];
       const double mid = (lo.value + hi.value) / 2;
-      if (xd < mid) want = lo.code;
-      else if (xd > mid) want = hi.code;
-      else if (fm.ties == Ties::AwayFromZero) want = hi.code;
-      else want = (i + 1 == all.size() - 1) ? ((lo.code & 1) ? overflow : lo.code)
-                                            : ((lo.code & 1) ? hi.code : lo.code);
+      if (xd < mid)
+        want = lo.code;
+      else if (xd > mid)
+        want = hi.code;
+      else if (fm.ties == Ties::AwayFromZero)
+        want = hi.code;
+      else
+        want = (i + 1 == all.size() - 1) ? ((lo.code & 1) ? overflow : lo.code) : ((lo.code & 1) ? hi.code : lo.code);
     }
     const unsigned got = fm.encode(x, s);
     if (got != want && mismatches++ < 10)
-      ADD_FAILURE() << fm.name << " sat=" << int(s) << " x=" << std::hexfloat << x << " got 0x"
-                    << std::hex << got << " want 0x" << want;
+      ADD_FAILURE() << fm.name << " sat=" << int(s) << " x=" << std::hexfloat << x << " got 0x" << std::hex << got
+                    << " want 0x" << want;
     // negative inputs: the same magnitude with the sign bit (HiF8: no negative zero)
     if (stride > 1 || (bits & 0xFF) == 0x5B) {
       const unsigned got_neg = fm.encode(-x, s);
@@ -125,8 +128,7 @@ TEST(FormatsExhaustive, Float16AllInputsAgainstCompiler) {
     const _Float16 h = static_cast<_Float16>(x);
     uint16_t want;
     std::memcpy(&want, &h, 2);
-    if (f::encode_float16(x) != want && mismatches++ < 10)
-      ADD_FAILURE() << std::hexfloat << x;
+    if (f::encode_float16(x) != want && mismatches++ < 10) ADD_FAILURE() << std::hexfloat << x;
   }
   EXPECT_EQ(mismatches, 0u);
 }
@@ -151,7 +153,8 @@ TEST(FormatsExhaustive, Fp4AllInputsAgainstOracle) {
     const fp4_oracle::Fp4& fm;
     uint8_t (*encode)(float);
   };
-  for (const Codec& c : {Codec{fp4_oracle::kE2M1, f::encode_float4_e2m1}, Codec{fp4_oracle::kE1M2, f::encode_float4_e1m2}}) {
+  for (const Codec& c :
+       {Codec{fp4_oracle::kE2M1, f::encode_float4_e2m1}, Codec{fp4_oracle::kE1M2, f::encode_float4_e1m2}}) {
     const fp4_oracle::Fp4& fm = c.fm;
     uint64_t mismatches = 0;
     for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += stride) {

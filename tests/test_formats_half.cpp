@@ -37,10 +37,8 @@ std::string hex(uint32_t v) {
 // at and around the halfway points of both formats, plus random bit patterns.
 std::vector<uint32_t> test_inputs(int random_count) {
   std::vector<uint32_t> in;
-  const uint32_t lows[] = {0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0xFFF, 0x1000, 0x1001, 0x1FFF,
-                           0x2000, 0x3000, 0x5000};
-  const uint32_t highs[] = {0, 0x10000, 0x20000, 0x7F0000, 0x7E0000, 0x3FE000, 0x7FE000, 0x002000,
-                            0x004000, 0x400000};
+  const uint32_t lows[] = {0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0xFFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x3000, 0x5000};
+  const uint32_t highs[] = {0, 0x10000, 0x20000, 0x7F0000, 0x7E0000, 0x3FE000, 0x7FE000, 0x002000, 0x004000, 0x400000};
   for (uint32_t e = 0; e < 256; ++e)
     for (uint32_t hi : highs)
       for (uint32_t lo : lows)
@@ -50,8 +48,7 @@ std::vector<uint32_t> test_inputs(int random_count) {
   for (int i = 0; i < random_count; ++i) in.push_back(any(rng));
   // fp16-range focused random values (exponents -30..17)
   std::uniform_int_distribution<uint32_t> exp_dist(127 - 30, 127 + 17);
-  for (int i = 0; i < random_count / 4; ++i)
-    in.push_back((any(rng) & 0x807FFFFFu) | (exp_dist(rng) << 23));
+  for (int i = 0; i < random_count / 4; ++i) in.push_back((any(rng) & 0x807FFFFFu) | (exp_dist(rng) << 23));
   return in;
 }
 
@@ -87,9 +84,9 @@ TEST(FormatsFloat16, EncodeAgainstCompiler) {
 }
 
 TEST(FormatsFloat16, Boundaries) {
-  const float cases[] = {65504.0f, 65519.99f, 65520.0f, 65536.0f, INFINITY, -INFINITY, 0x1p-24f,
-                         0x1p-25f, 0x1.000002p-25f, 0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f, 0x1.ffep-15f,
-                         0.0f, -0.0f, 1e-45f, 3.0e38f, 1.0f, 1.00048828125f, 1.00146484375f};
+  const float cases[] = {65504.0f, 65519.99f,       65520.0f,   65536.0f, INFINITY,       -INFINITY,     0x1p-24f,
+                         0x1p-25f, 0x1.000002p-25f, 0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f,   0x1.ffep-15f,  0.0f,
+                         -0.0f,    1e-45f,          3.0e38f,    1.0f,     1.00048828125f, 1.00146484375f};
   for (float x : cases) {
     EXPECT_EQ(hex(f::encode_float16(x)), hex(compiler_fp16(x))) << std::hexfloat << x;
     EXPECT_EQ(hex(f::encode_float16(-x)), hex(compiler_fp16(-x))) << std::hexfloat << -x;
@@ -97,7 +94,7 @@ TEST(FormatsFloat16, Boundaries) {
   EXPECT_EQ(f::encode_float16(65520.0f), 0x7C00);
   EXPECT_EQ(f::encode_float16(-65520.0f), 0xFC00);
   EXPECT_EQ(f::encode_float16(65519.0f), 0x7BFF);
-  EXPECT_EQ(f::encode_float16(0x1p-25f), 0x0000);   // tie with 0 -> even (0)
+  EXPECT_EQ(f::encode_float16(0x1p-25f), 0x0000);    // tie with 0 -> even (0)
   EXPECT_EQ(f::encode_float16(0x1.8p-24f), 0x0002);  // tie 1 vs 2 -> even
 }
 

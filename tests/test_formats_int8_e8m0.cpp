@@ -28,10 +28,11 @@ float from_bits(uint32_t b) {
 
 TEST(FormatsInt8, Spec6GroupVectors) {
   // contract.md §vectors: group with amax 254, scale 2.0: q = round_half_even(v / 2).
-  const struct { float v; int q; } vectors[] = {
-      {254, 127}, {3, 2}, {5, 2}, {1, 0}, {-1, 0}, {127, 64}, {129, 64}};
-  for (const auto& t : vectors)
-    EXPECT_EQ(static_cast<int8_t>(f::encode_int8(t.v / 2.0f)), t.q) << t.v;
+  const struct {
+    float v;
+    int q;
+  } vectors[] = {{254, 127}, {3, 2}, {5, 2}, {1, 0}, {-1, 0}, {127, 64}, {129, 64}};
+  for (const auto& t : vectors) EXPECT_EQ(static_cast<int8_t>(f::encode_int8(t.v / 2.0f)), t.q) << t.v;
 }
 
 TEST(FormatsInt8, HalvesAndClamp) {
@@ -40,9 +41,11 @@ TEST(FormatsInt8, HalvesAndClamp) {
     for (Saturation s : {Saturation::NonSaturating, Saturation::Saturating}) {
       EXPECT_EQ(static_cast<int8_t>(f::encode_int8(v, s)), oracle::encode_int8(v)) << v;
       EXPECT_EQ(static_cast<int8_t>(f::encode_int8(std::nextafter(v, INFINITY), s)),
-                oracle::encode_int8(std::nextafter(v, INFINITY))) << v;
+                oracle::encode_int8(std::nextafter(v, INFINITY)))
+          << v;
       EXPECT_EQ(static_cast<int8_t>(f::encode_int8(std::nextafter(v, -INFINITY), s)),
-                oracle::encode_int8(std::nextafter(v, -INFINITY))) << v;
+                oracle::encode_int8(std::nextafter(v, -INFINITY)))
+          << v;
     }
   }
   EXPECT_EQ(f::encode_int8(std::nanf("")), 0);
@@ -93,8 +96,7 @@ TEST(FormatsE8M0, EdgeDecisions) {
 }
 
 TEST(FormatsE8M0, RoundTripAndRandom) {
-  for (unsigned b = 0; b < 255; ++b)
-    EXPECT_EQ(f::encode_float8_e8m0(std::ldexp(1.0f, static_cast<int>(b) - 127)), b);
+  for (unsigned b = 0; b < 255; ++b) EXPECT_EQ(f::encode_float8_e8m0(std::ldexp(1.0f, static_cast<int>(b) - 127)), b);
   std::mt19937 rng(99);
   std::uniform_int_distribution<uint32_t> any;
   for (int i = 0; i < 300000; ++i) {

@@ -37,8 +37,8 @@ using oracle::f32_bits;
 // Reference output bytes for the inputs (canonical NaN bits, like the kernels).
 std::vector<uint8_t> reference(const ReduceArgs& a) {
   std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype));
-  oracle::reduce(a.x_dtype, a.scales_dtype, a.out_dtype, a.x, a.scales, static_cast<std::size_t>(a.nsrc), 0,
-                 a.count, out.data());
+  oracle::reduce(a.x_dtype, a.scales_dtype, a.out_dtype, a.x, a.scales, static_cast<std::size_t>(a.nsrc), 0, a.count,
+                 out.data());
   return out;
 }
 
@@ -59,8 +59,7 @@ struct Inputs {
       std::vector<uint8_t> xb(count + 1), sb(count / g * sbytes + 1);
       for (std::size_t i = 0; i < count; ++i) xb[1 + i] = static_cast<uint8_t>(rng());
       // Every code appears: a rotated 0..255 run at the start when there is room.
-      for (std::size_t i = 0; i < std::min<std::size_t>(count, 256); ++i)
-        xb[1 + i] = static_cast<uint8_t>(i + 37 * k);
+      for (std::size_t i = 0; i < std::min<std::size_t>(count, 256); ++i) xb[1 + i] = static_cast<uint8_t>(i + 37 * k);
       for (std::size_t j = 0; j < count / g; ++j) {
         if (st == DType::Float) {
           const float v = random_scale(rng, j + k);
@@ -89,10 +88,9 @@ struct Inputs {
   // fp32 scales: mostly "ordinary" magnitudes that push sums through the fp16/bf16
   // normal, subnormal and overflow ranges, plus 0, -0, subnormals, huge, Inf, NaN.
   static float random_scale(std::mt19937& rng, std::size_t j) {
-    static const uint32_t special[] = {
-        0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00400000u, 0x7F7FFFFFu,
-        0x7E800000u, 0xFE000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7FA00001u,
-        0xFFC00000u, 0x3F800000u, 0x33800000u, 0x38800000u};
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00400000u, 0x7F7FFFFFu,
+                                       0x7E800000u, 0xFE000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7FA00001u,
+                                       0xFFC00000u, 0x3F800000u, 0x33800000u, 0x38800000u};
     if (j % 4 == 0) return bits_f32(special[(j / 4 + rng()) % 16]);
     std::uniform_real_distribution<float> mant(1.0f, 2.0f);
     std::uniform_int_distribution<int> ex(-40, 20);
@@ -109,8 +107,7 @@ std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
   return {out.begin() + 1, out.end()};
 }
 
-std::string first_diff(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want,
-                       std::size_t esize) {
+std::string first_diff(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, std::size_t esize) {
   for (std::size_t i = 0; i < got.size(); i += esize) {
     if (std::memcmp(&got[i], &want[i], esize) != 0) {
       uint32_t g = 0, w = 0;
@@ -138,8 +135,7 @@ std::vector<Combo> all_combos() {
 
 std::string label(const Combo& c, int n, std::size_t count) {
   return std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) + "->" +
-         std::string(qcoll::dtype_name(c.o)) + " n=" + std::to_string(n) +
-         " count=" + std::to_string(count);
+         std::string(qcoll::dtype_name(c.o)) + " n=" + std::to_string(n) + " count=" + std::to_string(count);
 }
 
 const int kSources[] = {1, 2, 3, 4, 8};
@@ -158,11 +154,23 @@ TEST(KernelReference, MatchesSpecVectors) {
   EXPECT_TRUE(std::isnan(oracle::decode_f(DType::Float8E5M2, 0x7D)));
   EXPECT_EQ(oracle::decode_f(DType::Float8E8M0, 0x00), std::ldexp(1.0f, -127));
   EXPECT_EQ(oracle::decode_f(DType::Float8E8M0, 0xFE), std::ldexp(1.0f, 127));
-  const std::pair<uint8_t, float> hif8[] = {
-      {0x08, 1.0f},   {0x09, 1.125f},  {0x10, 2.0f},  {0x18, 0.5f},  {0x20, 4.0f},
-      {0x2F, 15.0f},  {0x40, 16.0f},   {0x4F, 224.f}, {0x60, 256.f}, {0x61, 384.f},
-      {0x70, 0x1p-8f}, {0x7E, 0x1p-15f}, {0x7F, 1.5f * 0x1p-15f}, {0x01, 0x1p-22f},
-      {0x07, 0x1p-16f}, {0x88, -1.0f},  {0x6E, 32768.f}};
+  const std::pair<uint8_t, float> hif8[] = {{0x08, 1.0f},
+                                            {0x09, 1.125f},
+                                            {0x10, 2.0f},
+                                            {0x18, 0.5f},
+                                            {0x20, 4.0f},
+                                            {0x2F, 15.0f},
+                                            {0x40, 16.0f},
+                                            {0x4F, 224.f},
+                                            {0x60, 256.f},
+                                            {0x61, 384.f},
+                                            {0x70, 0x1p-8f},
+                                            {0x7E, 0x1p-15f},
+                                            {0x7F, 1.5f * 0x1p-15f},
+                                            {0x01, 0x1p-22f},
+                                            {0x07, 0x1p-16f},
+                                            {0x88, -1.0f},
+                                            {0x6E, 32768.f}};
   for (auto [b, v] : hif8) EXPECT_EQ(oracle::decode_f(DType::HiFloat8, b), v) << int(b);
   EXPECT_EQ(oracle::decode_f(DType::HiFloat8, 0x6F), HUGE_VALF);
   // Rounding helpers, on textbook values.
@@ -171,10 +179,10 @@ TEST(KernelReference, MatchesSpecVectors) {
   EXPECT_EQ(oracle::to_fp16(65519.99f), 0x7BFF);
   EXPECT_EQ(oracle::to_fp16(65520.0f), 0x7C00);
   EXPECT_EQ(oracle::to_fp16(0x1p-24f), 0x0001);
-  EXPECT_EQ(oracle::to_fp16(0x1p-25f), 0x0000);           // tie to even (0)
-  EXPECT_EQ(oracle::to_fp16(3 * 0x1p-25f), 0x0002);       // tie to even (2)
+  EXPECT_EQ(oracle::to_fp16(0x1p-25f), 0x0000);      // tie to even (0)
+  EXPECT_EQ(oracle::to_fp16(3 * 0x1p-25f), 0x0002);  // tie to even (2)
   EXPECT_EQ(oracle::to_fp16(-0x1p-14f), 0x8400);
-  EXPECT_EQ(oracle::to_fp16(1.0f + 0x1p-11f), 0x3C00);    // tie to even
+  EXPECT_EQ(oracle::to_fp16(1.0f + 0x1p-11f), 0x3C00);  // tie to even
   EXPECT_EQ(oracle::to_fp16(1.0f + 3 * 0x1p-11f), 0x3C02);
   EXPECT_EQ(oracle::to_bf16(1.0f), 0x3F80);
   EXPECT_EQ(oracle::to_bf16(bits_f32(0x3F808000u)), 0x3F80);  // tie to even
@@ -195,8 +203,7 @@ TEST(ScalarKernel, MatchesIndependentReference) {
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = reference(in.args);
         const auto got = run(qcoll::kernels::dequant_reduce_scalar, in.args);
-        ASSERT_EQ(got, want) << label(c, n, count) << ": "
-                             << first_diff(got, want, qcoll::dtype_size(c.o));
+        ASSERT_EQ(got, want) << label(c, n, count) << ": " << first_diff(got, want, qcoll::dtype_size(c.o));
       }
     }
   }
@@ -228,12 +235,30 @@ TEST(ScalarKernel, DecodesEveryCode) {
 // INT8 code 1 with scale s gives cast(0 + s): the output casts (NaN canonicalization,
 // bf16/fp16 rounding ties, overflow, subnormals) on chosen values, one group each.
 struct CastEdgeInputs {
-  static constexpr uint32_t kValues[] = {
-      0x80000000u /* -0 -> +0 */, 0x477FF000u /* 65520 */, 0x477FEFFFu, 0x33000000u /* 2^-25 */,
-      0x33400000u, 0x387FE000u, 0x7F7FFFFFu, 0x3F808000u, 0x3F818000u, 0x00000001u,
-      0x7F800000u, 0xFF800000u, 0xFFC00001u, 0x7F800001u, 0xC77FF000u, 0x38000000u,
-      0x00008000u, 0x00018000u, 0x807F8000u, 0x7F7F8000u, 0xFF7F8000u, 0x3F7FFFFFu,
-      0x33800000u, 0xB3C00000u};
+  static constexpr uint32_t kValues[] = {0x80000000u /* -0 -> +0 */,
+                                         0x477FF000u /* 65520 */,
+                                         0x477FEFFFu,
+                                         0x33000000u /* 2^-25 */,
+                                         0x33400000u,
+                                         0x387FE000u,
+                                         0x7F7FFFFFu,
+                                         0x3F808000u,
+                                         0x3F818000u,
+                                         0x00000001u,
+                                         0x7F800000u,
+                                         0xFF800000u,
+                                         0xFFC00001u,
+                                         0x7F800001u,
+                                         0xC77FF000u,
+                                         0x38000000u,
+                                         0x00008000u,
+                                         0x00018000u,
+                                         0x807F8000u,
+                                         0x7F7F8000u,
+                                         0xFF7F8000u,
+                                         0x3F7FFFFFu,
+                                         0x33800000u,
+                                         0xB3C00000u};
   static constexpr std::size_t count = 128 * (sizeof kValues / sizeof kValues[0]);
   std::vector<uint8_t> x = std::vector<uint8_t>(count, 1), sc = std::vector<uint8_t>(4 * count / 128);
   const uint8_t* xp = x.data();
@@ -256,7 +281,11 @@ TEST(ScalarKernel, OutputCastEdgeValues) {
   // Spot values written out: 0 + (-0) = +0; 65520 -> fp16 Inf; NaN canonical.
   const ReduceArgs a = in.args(DType::Float16);
   const auto got = run(qcoll::kernels::dequant_reduce_scalar, a);
-  auto at = [&](std::size_t j) { uint16_t h; std::memcpy(&h, &got[2 * 128 * j], 2); return h; };
+  auto at = [&](std::size_t j) {
+    uint16_t h;
+    std::memcpy(&h, &got[2 * 128 * j], 2);
+    return h;
+  };
   EXPECT_EQ(at(0), 0x0000);
   EXPECT_EQ(at(1), 0x7C00);
   EXPECT_EQ(at(2), 0x7BFF);
@@ -316,9 +345,8 @@ void expect_same_as_scalar(const std::string& target) {
   for (const Combo& c : all_combos()) {
     for (int n : {1, 2, 3, 4, 8, 17}) {  // 17: more sources than the kernels' fixed buffers
       // MX counts that are not a multiple of 64 end in a half step (AVX-512: 64 per step).
-      for (std::size_t count : {std::size_t{32}, std::size_t{96}, std::size_t{128},
-                                std::size_t{384}, std::size_t{4096 + 128}, std::size_t{32 * 37},
-                                std::size_t{128 * 37}}) {
+      for (std::size_t count : {std::size_t{32}, std::size_t{96}, std::size_t{128}, std::size_t{384},
+                                std::size_t{4096 + 128}, std::size_t{32 * 37}, std::size_t{128 * 37}}) {
         if (count % oracle::group_size(c.s) != 0) continue;
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = run(qcoll::kernels::dequant_reduce_scalar, in.args);
@@ -332,8 +360,8 @@ void expect_same_as_scalar(const std::string& target) {
         }
         EXPECT_EQ(out[0], 0xA5);
         const std::vector<uint8_t> got(out.begin() + 1, out.end());
-        ASSERT_EQ(got, want) << (target.empty() ? "dispatch" : target) << " "
-                             << label(c, n, count) << ": " << first_diff(got, want, qcoll::dtype_size(c.o));
+        ASSERT_EQ(got, want) << (target.empty() ? "dispatch" : target) << " " << label(c, n, count) << ": "
+                             << first_diff(got, want, qcoll::dtype_size(c.o));
       }
     }
   }
@@ -366,9 +394,8 @@ struct Exhaustive {
   // fp32 scales: zeros, subnormals, normal limits, the E4M3 fold boundary (s * 2^8
   // overflows from 2^120 up), infinities, quiet/signalling/negative NaN, ordinary values.
   static constexpr uint32_t kEdgeScales[16] = {
-      0x3F800000u, 0xBF800000u, 0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu,
-      0x00800000u, 0x7F7FFFFFu, 0x7B800000u, 0x7B7FFFFFu, 0x7F800000u, 0xFF800000u,
-      0x7FC00000u, 0x7FA00001u, 0xFFC00000u, 0x3DCCCCCDu};
+      0x3F800000u, 0xBF800000u, 0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00800000u, 0x7F7FFFFFu,
+      0x7B800000u, 0x7B7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7FA00001u, 0xFFC00000u, 0x3DCCCCCDu};
 
   Exhaustive(DType xt, DType st, DType ot, int n) {
     const bool mx = st == DType::Float8E8M0;
@@ -423,8 +450,8 @@ TEST(SimdKernel, EveryCodeEveryScaleEveryTarget) {
           ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a)) << t;
         }
         const std::vector<uint8_t> got(out.begin() + 3, out.end());
-        ASSERT_EQ(got, want) << (t.empty() ? "dispatch" : t) << " " << label(c, n, in.args.count)
-                             << ": " << first_diff(got, want, qcoll::dtype_size(c.o));
+        ASSERT_EQ(got, want) << (t.empty() ? "dispatch" : t) << " " << label(c, n, in.args.count) << ": "
+                             << first_diff(got, want, qcoll::dtype_size(c.o));
       }
     }
   }
@@ -452,8 +479,8 @@ TEST(SimdKernel, DecodesEveryCodeInEveryLane) {
         for (std::size_t i = 0; i < count; ++i) {
           const float want = oracle::decode_f(x, codes[i]);
           const uint32_t wb = std::isnan(want) ? 0x7FC00000u : f32_bits(want + 0.0f);
-          ASSERT_EQ(f32_bits(out[i]), wb) << t << " " << qcoll::dtype_name(x) << " code "
-                                          << int(codes[i]) << " at lane " << i % 64;
+          ASSERT_EQ(f32_bits(out[i]), wb)
+              << t << " " << qcoll::dtype_name(x) << " code " << int(codes[i]) << " at lane " << i % 64;
         }
       }
     }
@@ -485,8 +512,8 @@ TEST(SimdKernel, SignedZeroSumsEveryTarget) {
           std::vector<uint8_t> got(want.size());
           a.out = got.data();
           ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
-          ASSERT_EQ(got, want) << t << " " << qcoll::dtype_name(x) << " n=" << n << " -> "
-                               << qcoll::dtype_name(o) << ": " << first_diff(got, want, qcoll::dtype_size(o));
+          ASSERT_EQ(got, want) << t << " " << qcoll::dtype_name(x) << " n=" << n << " -> " << qcoll::dtype_name(o)
+                               << ": " << first_diff(got, want, qcoll::dtype_size(o));
         }
       }
     }
@@ -503,8 +530,7 @@ TEST(SimdKernel, OutputCastEdgeValuesEveryTarget) {
       std::vector<uint8_t> got(want.size());
       a.out = got.data();
       ASSERT_TRUE(qcoll::kernels::dequant_reduce_on_target(t, a));
-      EXPECT_EQ(got, want) << t << " " << qcoll::dtype_name(o) << ": "
-                           << first_diff(got, want, qcoll::dtype_size(o));
+      EXPECT_EQ(got, want) << t << " " << qcoll::dtype_name(o) << ": " << first_diff(got, want, qcoll::dtype_size(o));
     }
   }
 }
@@ -549,8 +575,7 @@ TEST(ParallelKernel, MatchesSingleThread) {
   uint32_t seed = 5000;
   for (const Combo& c : all_combos()) {
     for (int n : {1, 3, 8}) {
-      for (std::size_t count : {std::size_t{128}, std::size_t{384}, std::size_t{128 * 37},
-                                std::size_t{128 * 1000}}) {
+      for (std::size_t count : {std::size_t{128}, std::size_t{384}, std::size_t{128 * 37}, std::size_t{128 * 1000}}) {
         Inputs in(c.x, c.s, c.o, n, count, seed++);
         const auto want = run(qcoll::kernels::dequant_reduce, in.args);
         for (int threads : {0, 1, 2, 3, 4}) {

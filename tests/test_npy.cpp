@@ -76,7 +76,11 @@ TEST(NpyRead, FileWrittenByNumpy) {
 }
 
 TEST(NpyRead, EveryDtype) {
-  struct Case { const char* descr; npy::ElemType type; std::size_t size; };
+  struct Case {
+    const char* descr;
+    npy::ElemType type;
+    std::size_t size;
+  };
   const Case cases[] = {{"<f4", npy::ElemType::Float32, 4}, {"<f2", npy::ElemType::Float16, 2},
                         {"<u2", npy::ElemType::UInt16, 2},  {"|i1", npy::ElemType::Int8, 1},
                         {"|u1", npy::ElemType::UInt8, 1},   {"<i1", npy::ElemType::Int8, 1},
@@ -140,9 +144,9 @@ TEST(NpyWrite, RoundTripEveryTypeAndShape) {
       a.data.resize(a.count() * npy::elem_size(t));
       for (auto& b : a.data) b = static_cast<uint8_t>(rng());
       Bytes file = npy::serialize(a);
-      EXPECT_EQ(file[6], 1);                       // version 1.0
+      EXPECT_EQ(file[6], 1);  // version 1.0
       std::size_t header_len = file[8] | (file[9] << 8);
-      EXPECT_EQ((10 + header_len) % 64, 0u);       // data aligned to 64 bytes
+      EXPECT_EQ((10 + header_len) % 64, 0u);  // data aligned to 64 bytes
       EXPECT_EQ(file[10 + header_len - 1], '\n');
       npy::Array b = parse(file);
       EXPECT_EQ(b.type, t);
@@ -243,8 +247,10 @@ TEST(NpyReject, DictSyntax) {
   expect_reject(craft("{'descr': '|u1', 'fortran_order': False}\n", {}), "no 'shape'");
   expect_reject(craft("{'descr': '|u1', 'shape': (1,)}\n", {1}), "no 'fortran_order'");
   expect_reject(craft("{'fortran_order': False, 'shape': (1,)}\n", {1}), "no 'descr'");
-  expect_reject(craft("{'descr': '|u1', 'descr': '|u1', 'fortran_order': False, 'shape': (1,)}\n", {1}), "duplicate key 'descr'");
-  expect_reject(craft("{'descr': '|u1', 'fortran_order': False, 'shape': (1,), 'extra': 1}\n", {1}), "unexpected key 'extra'");
+  expect_reject(craft("{'descr': '|u1', 'descr': '|u1', 'fortran_order': False, 'shape': (1,)}\n", {1}),
+                "duplicate key 'descr'");
+  expect_reject(craft("{'descr': '|u1', 'fortran_order': False, 'shape': (1,), 'extra': 1}\n", {1}),
+                "unexpected key 'extra'");
   expect_reject(craft("{'descr': '|u1' 'fortran_order': False, 'shape': (1,)}\n", {1}), "expected ',' or '}'");
   expect_reject(craft("{'descr': '|u1', 'fortran_order': False, 'shape': (1,)} x\n", {1}), "after the header dict");
   expect_reject(craft("{'descr: '|u1', 'fortran_order': False, 'shape': (1,)}\n", {1}), "expected ':'");

@@ -97,9 +97,11 @@ TEST(CppApi, OperatorsMatchReference) {
     EXPECT_TRUE(threw[r]);
     for (std::size_t i = 0; i < rs[r].size(); ++i)
       ASSERT_TRUE(oracle::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&rs[r][i]),
-                                   want.data() + (r * rs[r].size() + i) * 2)) << "rank " << r << " i " << i;
+                                      want.data() + (r * rs[r].size() + i) * 2))
+          << "rank " << r << " i " << i;
     for (std::size_t i = 0; i < ar[r].size(); ++i)
-      ASSERT_TRUE(oracle::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&ar[r][i]), want.data() + i * 2))
+      ASSERT_TRUE(
+          oracle::same_result(DType::BFloat16, reinterpret_cast<const uint8_t*>(&ar[r][i]), want.data() + i * 2))
           << "rank " << r << " i " << i;
   }
 }

@@ -169,8 +169,10 @@ TEST(FusedBits, ShmWindowChunks) {
       DType in, out;
       bool ar;
       bool three_d;
-    } picks[] = {{0, DType::BFloat16, DType::BFloat16, false, false}, {5, DType::Float, DType::Float, true, true},
-                 {1, DType::Float16, DType::Float16, false, true},    {4, DType::BFloat16, DType::Float, true, false}};
+    } picks[] = {{0, DType::BFloat16, DType::BFloat16, false, false},
+                 {5, DType::Float, DType::Float, true, true},
+                 {1, DType::Float16, DType::Float16, false, true},
+                 {4, DType::BFloat16, DType::Float, true, false}};
     uint32_t seed = 500;
     for (const auto& p : picks) {
       fused::Case c;
@@ -240,51 +242,149 @@ const std::vector<Case>& cases() {
       {"NullOutputData", [](Call& c) { c.null_odata = true; }, QCOLL_PARAM_NULLPTR, "output", {"data"}},
       {"NullWorkspaceSize", [](Call& c) { c.null_ws = true; }, QCOLL_PARAM_NULLPTR, "workspaceSize", {"null"}},
       {"NullExecutor", [](Call& c) { c.null_exec = true; }, QCOLL_PARAM_NULLPTR, "executor", {"null"}},
-      {"NullBeforeBadConfig", [](Call& c) { c.null_out = true; c.cfg.xDtype = QCOLL_DT_FLOAT; }, QCOLL_PARAM_NULLPTR,
-       "output", {"null"}},
+      {"NullBeforeBadConfig",
+       [](Call& c) {
+         c.null_out = true;
+         c.cfg.xDtype = QCOLL_DT_FLOAT;
+       },
+       QCOLL_PARAM_NULLPTR,
+       "output",
+       {"null"}},
       // Rule 2
       {"ReduceOpMax", [](Call& c) { c.reduce_op = "max"; }, QCOLL_PARAM_INVALID, "reduceOp", {"\"max\""}},
       // Rule 3
       {"GroupNull", [](Call& c) { c.group = GroupArg::Null; }, QCOLL_PARAM_INVALID, "group", {"null"}},
       {"GroupUnknown", [](Call& c) { c.group = GroupArg::Unknown; }, QCOLL_PARAM_INVALID, "group", {"no-such-group"}},
-      {"GroupSize3", [](Call& c) { c.nranks = 3; c.ishape = {6, 1024}; }, QCOLL_PARAM_INVALID, "group", {"3"}},
+      {"GroupSize3",
+       [](Call& c) {
+         c.nranks = 3;
+         c.ishape = {6, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "group",
+       {"3"}},
       // Rule 4
-      {"InputInt8", [](Call& c) { c.idt = QCOLL_DT_INT8; }, QCOLL_PARAM_INVALID, "input",
+      {"InputInt8",
+       [](Call& c) { c.idt = QCOLL_DT_INT8; },
+       QCOLL_PARAM_INVALID,
+       "input",
        {"float, float16 or bfloat16", "int8"}},
       {"InputE4M3", [](Call& c) { c.idt = QCOLL_DT_FLOAT8_E4M3FN; }, QCOLL_PARAM_INVALID, "input", {"float8_e4m3fn"}},
-      {"ConfigXFloat", [](Call& c) { c.cfg.xDtype = QCOLL_DT_FLOAT; }, QCOLL_PARAM_INVALID, "config.xDtype",
+      {"ConfigXFloat",
+       [](Call& c) { c.cfg.xDtype = QCOLL_DT_FLOAT; },
+       QCOLL_PARAM_INVALID,
+       "config.xDtype",
        {"KG", "got float"}},
-      {"ConfigScalesFloat16", [](Call& c) { c.cfg.scalesDtype = QCOLL_DT_FLOAT16; }, QCOLL_PARAM_INVALID,
-       "config.scalesDtype", {"float8_e8m0", "got float16"}},
-      {"ConfigInt8WithE8M0", [](Call& c) { c.cfg.scalesDtype = QCOLL_DT_FLOAT8_E8M0; }, QCOLL_PARAM_INVALID,
-       "config.xDtype", {"MX", "got int8"}},
-      {"ConfigHif8WithE8M0", [](Call& c) { c.cfg = {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT8_E8M0, 0.0f}; },
-       QCOLL_PARAM_INVALID, "config.xDtype", {"hifloat8"}},
-      {"ConfigHif8TargetSmall", [](Call& c) { c.cfg = {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT, 0.5f}; },
-       QCOLL_PARAM_INVALID, "config.hif8Target", {"[1, 32768]", "0.5"}},
-      {"ConfigHif8TargetLarge", [](Call& c) { c.cfg = {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT, 40000.0f}; },
-       QCOLL_PARAM_INVALID, "config.hif8Target", {"40000"}},
+      {"ConfigScalesFloat16",
+       [](Call& c) { c.cfg.scalesDtype = QCOLL_DT_FLOAT16; },
+       QCOLL_PARAM_INVALID,
+       "config.scalesDtype",
+       {"float8_e8m0", "got float16"}},
+      {"ConfigInt8WithE8M0",
+       [](Call& c) { c.cfg.scalesDtype = QCOLL_DT_FLOAT8_E8M0; },
+       QCOLL_PARAM_INVALID,
+       "config.xDtype",
+       {"MX", "got int8"}},
+      {"ConfigHif8WithE8M0",
+       [](Call& c) {
+         c.cfg = {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT8_E8M0, 0.0f};
+       },
+       QCOLL_PARAM_INVALID,
+       "config.xDtype",
+       {"hifloat8"}},
+      {"ConfigHif8TargetSmall",
+       [](Call& c) {
+         c.cfg = {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT, 0.5f};
+       },
+       QCOLL_PARAM_INVALID,
+       "config.hif8Target",
+       {"[1, 32768]", "0.5"}},
+      {"ConfigHif8TargetLarge",
+       [](Call& c) {
+         c.cfg = {QCOLL_DT_HIFLOAT8, QCOLL_DT_FLOAT, 40000.0f};
+       },
+       QCOLL_PARAM_INVALID,
+       "config.hif8Target",
+       {"40000"}},
       {"OutputInt8", [](Call& c) { c.odt = QCOLL_DT_INT8; }, QCOLL_PARAM_INVALID, "output", {"int8"}},
-      {"InputDtypeBeforeShape", [](Call& c) { c.idt = QCOLL_DT_UINT8; c.ishape = {8, 1025}; }, QCOLL_PARAM_INVALID,
-       "input", {"uint8"}},
+      {"InputDtypeBeforeShape",
+       [](Call& c) {
+         c.idt = QCOLL_DT_UINT8;
+         c.ishape = {8, 1025};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"uint8"}},
       // Rule 5
       {"Input1D", [](Call& c) { c.ishape = {8192}; }, QCOLL_PARAM_INVALID, "input", {"1-D"}},
-      {"Input4D", [](Call& c) { c.ishape = {2, 2, 2, 1024}; }, QCOLL_PARAM_INVALID, "input", {"4-D"}},
-      {"InputZeroDim", [](Call& c) { c.ishape = {0, 1024}; }, QCOLL_PARAM_INVALID, "input", {"[0, 1024]"}},
+      {"Input4D",
+       [](Call& c) {
+         c.ishape = {2, 2, 2, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"4-D"}},
+      {"InputZeroDim",
+       [](Call& c) {
+         c.ishape = {0, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"[0, 1024]"}},
       // Rule 6
-      {"RowsNotMultiple", [](Call& c) { c.ishape = {6, 1024}; }, QCOLL_PARAM_INVALID, "input", {"BS", "6"}},
-      {"RowsNotMultiple3D", [](Call& c) { c.ishape = {2, 3, 1024}; }, QCOLL_PARAM_INVALID, "input", {"B*S", "6"}},
+      {"RowsNotMultiple",
+       [](Call& c) {
+         c.ishape = {6, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"BS", "6"}},
+      {"RowsNotMultiple3D",
+       [](Call& c) {
+         c.ishape = {2, 3, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"B*S", "6"}},
       // Rule 7
-      {"H1025", [](Call& c) { c.ishape = {8, 1025}; }, QCOLL_PARAM_INVALID, "input",
+      {"H1025",
+       [](Call& c) {
+         c.ishape = {8, 1025};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
        {"input: H must be a multiple of 128 in [1024, 8192], got 1025"}},
-      {"H8320", [](Call& c) { c.ishape = {8, 8320}; }, QCOLL_PARAM_INVALID, "input", {"8320"}},
+      {"H8320",
+       [](Call& c) {
+         c.ishape = {8, 8320};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"8320"}},
       // Rule 9
-      {"OutputShapeRS", [](Call& c) { c.oshape = {8, 1024}; }, QCOLL_PARAM_INVALID, "output",
+      {"OutputShapeRS",
+       [](Call& c) {
+         c.oshape = {8, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
        {"QuantizeReduceScatter", "[2, 1024]", "[8, 1024]"}},
-      {"OutputShapeAR", [](Call& c) { c.all_reduce = true; c.oshape = {2, 1024}; }, QCOLL_PARAM_INVALID, "output",
+      {"OutputShapeAR",
+       [](Call& c) {
+         c.all_reduce = true;
+         c.oshape = {2, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
        {"QuantizeAllReduce", "[8, 1024]"}},
       // Rule 10
-      {"InputNotContiguous", [](Call& c) { c.istrides = {1, 8}; }, QCOLL_PARAM_INVALID, "input", {"contiguous"}},
+      {"InputNotContiguous",
+       [](Call& c) {
+         c.istrides = {1, 8};
+       },
+       QCOLL_PARAM_INVALID,
+       "input",
+       {"contiguous"}},
   };
   return k;
 }

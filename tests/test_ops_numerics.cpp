@@ -19,33 +19,38 @@ struct Combo {
   DType x, s;
 };
 const Combo kCombos[] = {
-    {DType::Int8, DType::Float},         {DType::HiFloat8, DType::Float},
-    {DType::Float8E4M3FN, DType::Float}, {DType::Float8E5M2, DType::Float},
-    {DType::Float8E4M3FN, DType::Float8E8M0}, {DType::Float8E5M2, DType::Float8E8M0},
+    {DType::Int8, DType::Float},       {DType::HiFloat8, DType::Float},          {DType::Float8E4M3FN, DType::Float},
+    {DType::Float8E5M2, DType::Float}, {DType::Float8E4M3FN, DType::Float8E8M0}, {DType::Float8E5M2, DType::Float8E8M0},
 };
 constexpr std::size_t H = 1024;
 
 // Rank k's inputs: every byte code appears, plus random codes; scales with specials.
-void make_inputs(const Combo& c, int k, std::size_t rows, std::vector<uint8_t>& x,
-                 std::vector<uint8_t>& scales) {
+void make_inputs(const Combo& c, int k, std::size_t rows, std::vector<uint8_t>& x, std::vector<uint8_t>& scales) {
   std::mt19937 rng(1234u + 977u * static_cast<unsigned>(k) + 31u * static_cast<unsigned>(c.x) +
                    static_cast<unsigned>(c.s));
   x.resize(rows * H);
   for (std::size_t i = 0; i < x.size(); ++i)
-    x[i] = i < 256 ? static_cast<uint8_t>((i + 37u * static_cast<unsigned>(k)) & 0xFF)
-                   : static_cast<uint8_t>(rng());
+    x[i] = i < 256 ? static_cast<uint8_t>((i + 37u * static_cast<unsigned>(k)) & 0xFF) : static_cast<uint8_t>(rng());
   if (c.s == DType::Float) {
     const std::size_t ng = rows * H / 128;
     scales.resize(ng * 4);
     for (std::size_t g = 0; g < ng; ++g) {
-      float s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f,
-                           static_cast<int>(rng() % 21) - 10);
+      float s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f, static_cast<int>(rng() % 21) - 10);
       switch ((g + static_cast<std::size_t>(k)) % 11) {
-        case 3: s = 1e-40f; break;            // fp32 subnormal scale
-        case 5: s = 0.0f; break;
-        case 7: s = -s; break;
-        case 9: s = std::ldexp(1.0f, 110); break;  // overflows fp32/fp16 with large codes
-        default: break;
+        case 3:
+          s = 1e-40f;
+          break;  // fp32 subnormal scale
+        case 5:
+          s = 0.0f;
+          break;
+        case 7:
+          s = -s;
+          break;
+        case 9:
+          s = std::ldexp(1.0f, 110);
+          break;  // overflows fp32/fp16 with large codes
+        default:
+          break;
       }
       std::memcpy(scales.data() + g * 4, &s, 4);
     }
@@ -73,13 +78,11 @@ TEST_P(OpsNumerics, BitExactAgainstReference) {
     const auto full_ref = oracle::reduce_rows(c.x, c.s, odt, xs, ss, H, 0, rows);
     for (int ndim : {2, 3}) {
       for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
-        SCOPED_TRACE(std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) +
-                     " -> " + std::string(qcoll::dtype_name(odt)) + ", n=" + std::to_string(n) +
-                     ", " + std::to_string(ndim) + "-D, " +
-                     (op == Op::ReduceScatter ? "QuantReduceScatter" : "QuantAllReduce"));
-        const std::vector<int64_t> xshape =
-            ndim == 2 ? std::vector<int64_t>{int64_t(rows), int64_t(H)}
-                      : std::vector<int64_t>{2, int64_t(rows / 2), int64_t(H)};
+        SCOPED_TRACE(std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) + " -> " +
+                     std::string(qcoll::dtype_name(odt)) + ", n=" + std::to_string(n) + ", " + std::to_string(ndim) +
+                     "-D, " + (op == Op::ReduceScatter ? "QuantReduceScatter" : "QuantAllReduce"));
+        const std::vector<int64_t> xshape = ndim == 2 ? std::vector<int64_t>{int64_t(rows), int64_t(H)}
+                                                      : std::vector<int64_t>{2, int64_t(rows / 2), int64_t(H)};
         std::vector<int64_t> sshape(xshape.begin(), xshape.end() - 1);
         if (c.s == DType::Float) {
           sshape.push_back(H / 128);
@@ -118,13 +121,11 @@ TEST_P(OpsNumerics, BitExactAgainstReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCombos, OpsNumerics,
-                         ::testing::Combine(::testing::Range(0, 6), ::testing::Values(2, 4, 8)),
+INSTANTIATE_TEST_SUITE_P(AllCombos, OpsNumerics, ::testing::Combine(::testing::Range(0, 6), ::testing::Values(2, 4, 8)),
                          [](const auto& info) {
                            const Combo c = kCombos[std::get<0>(info.param)];
-                           return std::string(qcoll::dtype_name(c.x)) + "_" +
-                                  std::string(qcoll::dtype_name(c.s)) + "_n" +
-                                  std::to_string(std::get<1>(info.param));
+                           return std::string(qcoll::dtype_name(c.x)) + "_" + std::string(qcoll::dtype_name(c.s)) +
+                                  "_n" + std::to_string(std::get<1>(info.param));
                          });
 
 // The reference itself against contract.md §vectors, so that a wrong reference cannot hide a
@@ -142,12 +143,24 @@ TEST(OpsReference, DecodersMatchSpecVectors) {
   EXPECT_EQ(oracle::decode_e8m0(0x00), std::ldexp(1.0f, -127));
   EXPECT_EQ(oracle::decode_e8m0(0xFE), std::ldexp(1.0f, 127));
   EXPECT_TRUE(std::isnan(oracle::decode_e8m0(0xFF)));
-  const std::pair<uint8_t, float> hif8[] = {
-      {0x08, 1.0f},   {0x09, 1.125f}, {0x10, 2.0f},  {0x18, 0.5f},   {0x20, 4.0f},
-      {0x2F, 15.0f},  {0x40, 16.0f},  {0x4F, 224.0f}, {0x60, 256.0f}, {0x61, 384.0f},
-      {0x70, std::ldexp(1.0f, -8)},  {0x7E, std::ldexp(1.0f, -15)},
-      {0x7F, 1.5f * std::ldexp(1.0f, -15)}, {0x01, std::ldexp(1.0f, -22)},
-      {0x07, std::ldexp(1.0f, -16)}, {0x88, -1.0f}, {0x6E, 32768.0f}, {0x00, 0.0f}};
+  const std::pair<uint8_t, float> hif8[] = {{0x08, 1.0f},
+                                            {0x09, 1.125f},
+                                            {0x10, 2.0f},
+                                            {0x18, 0.5f},
+                                            {0x20, 4.0f},
+                                            {0x2F, 15.0f},
+                                            {0x40, 16.0f},
+                                            {0x4F, 224.0f},
+                                            {0x60, 256.0f},
+                                            {0x61, 384.0f},
+                                            {0x70, std::ldexp(1.0f, -8)},
+                                            {0x7E, std::ldexp(1.0f, -15)},
+                                            {0x7F, 1.5f * std::ldexp(1.0f, -15)},
+                                            {0x01, std::ldexp(1.0f, -22)},
+                                            {0x07, std::ldexp(1.0f, -16)},
+                                            {0x88, -1.0f},
+                                            {0x6E, 32768.0f},
+                                            {0x00, 0.0f}};
   for (auto [b, v] : hif8) EXPECT_EQ(oracle::decode_hif8(b), v) << int(b);
   EXPECT_TRUE(std::isnan(oracle::decode_hif8(0x80)));
   EXPECT_EQ(oracle::decode_hif8(0xEF), -INFINITY);
@@ -155,20 +168,20 @@ TEST(OpsReference, DecodersMatchSpecVectors) {
 
 TEST(OpsReference, CastsRoundToNearestEven) {
   EXPECT_EQ(oracle::to_fp16(1.0f), 0x3C00);
-  EXPECT_EQ(oracle::to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);        // tie -> even
-  EXPECT_EQ(oracle::to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);    // tie -> even (up)
+  EXPECT_EQ(oracle::to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie -> even
+  EXPECT_EQ(oracle::to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie -> even (up)
   EXPECT_EQ(oracle::to_fp16(65504.0f), 0x7BFF);
-  EXPECT_EQ(oracle::to_fp16(65520.0f), 0x7C00);                            // overflow after rounding
+  EXPECT_EQ(oracle::to_fp16(65520.0f), 0x7C00);  // overflow after rounding
   EXPECT_EQ(oracle::to_fp16(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(oracle::to_fp16(std::ldexp(1.0f, -25)), 0x0000);               // tie -> even (0)
+  EXPECT_EQ(oracle::to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // tie -> even (0)
   EXPECT_EQ(oracle::to_fp16(std::ldexp(3.0f, -26)), 0x0001);
   EXPECT_EQ(oracle::to_fp16(-std::ldexp(1.0f, -14)), 0x8400);
-  EXPECT_EQ(oracle::to_fp16(std::ldexp(1023.5f, -24)), 0x0400);            // rounds up to min normal
+  EXPECT_EQ(oracle::to_fp16(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up to min normal
   EXPECT_EQ(oracle::to_fp16(-INFINITY), 0xFC00);
   EXPECT_EQ(oracle::to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x3F808000u)), 0x3F80);   // tie -> even
+  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x3F808000u)), 0x3F80);  // tie -> even
   EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x3F818000u)), 0x3F82);
-  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x7F7FFFFFu)), 0x7F80);   // rounds to Inf
+  EXPECT_EQ(oracle::to_bf16(std::bit_cast<float>(0x7F7FFFFFu)), 0x7F80);  // rounds to Inf
   EXPECT_EQ(oracle::to_bf16(NAN) & 0x7FC0, 0x7FC0);
 }
 

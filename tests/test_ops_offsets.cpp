@@ -29,8 +29,10 @@ void phase_one(const Offsets& off, qcollStatus st[2], std::string msg[2]) {
       std::vector<uint8_t> xb(8 * 1024), sb(8 * 8 * 4), ob(4 * 1024 * 4);
       const int64_t xs[] = {8, 1024}, ss[] = {8, 8}, os[] = {4, 1024};
       qcollTensor* x = qcollCreateTensor(xs, 2, QCOLL_DT_INT8, nullptr, off.x, QCOLL_FORMAT_ND, nullptr, 0, xb.data());
-      qcollTensor* s = qcollCreateTensor(ss, 2, QCOLL_DT_FLOAT, nullptr, off.scales, QCOLL_FORMAT_ND, nullptr, 0, sb.data());
-      qcollTensor* o = qcollCreateTensor(os, 2, QCOLL_DT_FLOAT, nullptr, off.out, QCOLL_FORMAT_ND, nullptr, 0, ob.data());
+      qcollTensor* s =
+          qcollCreateTensor(ss, 2, QCOLL_DT_FLOAT, nullptr, off.scales, QCOLL_FORMAT_ND, nullptr, 0, sb.data());
+      qcollTensor* o =
+          qcollCreateTensor(os, 2, QCOLL_DT_FLOAT, nullptr, off.out, QCOLL_FORMAT_ND, nullptr, 0, ob.data());
       ASSERT_TRUE(x && s && o) << qcollGetRecentErrMsg();
       uint64_t ws = 0;
       qcollOpExecutor* exec = nullptr;

@@ -52,7 +52,8 @@ std::vector<uint8_t> run_ops(DType xdt, DType sdt, DType odt) {
     for (auto& b : x[r]) b = static_cast<uint8_t>(rng());
     if (sdt == DType::Float) {
       auto* f = reinterpret_cast<float*>(s[r].data());
-      for (std::size_t i = 0; i < BS * H / group; ++i) f[i] = std::ldexp(float(rng() % 1000) / 1000.0f, int(rng() % 40) - 20);
+      for (std::size_t i = 0; i < BS * H / group; ++i)
+        f[i] = std::ldexp(float(rng() % 1000) / 1000.0f, int(rng() % 40) - 20);
     } else {
       for (auto& b : s[r]) b = static_cast<uint8_t>(110 + rng() % 30);
     }
@@ -64,9 +65,8 @@ std::vector<uint8_t> run_ops(DType xdt, DType sdt, DType odt) {
   for (int r = 0; r < n; ++r)
     ts.emplace_back([&, r] {
       auto member = g.join(r);
-      const std::vector<int64_t> sshape = sdt == DType::Float
-                                              ? std::vector<int64_t>{int64_t(BS), int64_t(H / 128)}
-                                              : std::vector<int64_t>{int64_t(BS), int64_t(H / 64), 2};
+      const std::vector<int64_t> sshape = sdt == DType::Float ? std::vector<int64_t>{int64_t(BS), int64_t(H / 128)}
+                                                              : std::vector<int64_t>{int64_t(BS), int64_t(H / 64), 2};
       qcoll::TensorView xv{x[r].data(), xdt, {int64_t(BS), int64_t(H)}};
       qcoll::TensorView sv{s[r].data(), sdt, sshape};
       qcoll::quant_reduce_scatter(xv, sv, g, qcoll::TensorView{rs[r].data(), odt, {int64_t(BS / n), int64_t(H)}});
@@ -83,8 +83,8 @@ std::vector<uint8_t> run_ops(DType xdt, DType sdt, DType odt) {
 
 TEST(RankThreads, SameBitsForEveryThreadCount) {
   for (auto [xdt, sdt, odt] : {std::tuple{DType::Float8E4M3FN, DType::Float8E8M0, DType::BFloat16},
-                              std::tuple{DType::HiFloat8, DType::Float, DType::Float},
-                              std::tuple{DType::Int8, DType::Float, DType::Float16}}) {
+                               std::tuple{DType::HiFloat8, DType::Float, DType::Float},
+                               std::tuple{DType::Int8, DType::Float, DType::Float16}}) {
     setenv("QCOLL_RANK_THREADS", "1", 1);
     const std::vector<uint8_t> one = run_ops(xdt, sdt, odt);
     for (const char* t : {"2", "3", "4"}) {

@@ -25,14 +25,13 @@ namespace {
 constexpr std::size_t H = 1024;
 constexpr uint8_t kSentinel = 0x5A;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // One rank's buffers for an INT8/fp32-scales call with rows x H, output float.
 struct RankData {
   std::vector<uint8_t> x, s, out;
-  RankData(std::size_t rows, std::size_t out_rows, int rank) : x(rows * H), s(rows * H / 128 * 4), out(out_rows * H * 4, kSentinel) {
+  RankData(std::size_t rows, std::size_t out_rows, int rank)
+      : x(rows * H), s(rows * H / 128 * 4), out(out_rows * H * 4, kSentinel) {
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 7 + rank * 3) % 251);
     for (std::size_t g = 0; g < rows * H / 128; ++g) {
       float v = 0.25f * static_cast<float>(1 + (g + rank) % 5);
@@ -47,8 +46,8 @@ struct RankData {
 };
 
 // Runs op on this rank with x of `rows` rows (KG int8), returns the status; message in *msg.
-qcollStatus run_rank(Op op, RankData& d, std::size_t rows, std::size_t out_rows, const char* group,
-                     std::string* msg, DType xdt = DType::Int8) {
+qcollStatus run_rank(Op op, RankData& d, std::size_t rows, std::size_t out_rows, const char* group, std::string* msg,
+                     DType xdt = DType::Int8) {
   harness::Tensor tx({int64_t(rows), int64_t(H)}, qcollDataType(xdt), d.x.data());
   harness::Tensor ts({int64_t(rows), int64_t(H / 128)}, QCOLL_DT_FLOAT, d.s.data());
   harness::Tensor to({int64_t(out_rows), int64_t(H)}, QCOLL_DT_FLOAT, d.out.data());
@@ -101,8 +100,8 @@ void expect_all_runtime_error(const Outcome& o, const std::string& mention) {
 
 TEST_F(Safety, ShapeDiffersOnOneRank) {
   harness::Group g(4);
-  auto o = run_mixed(g, {Op::ReduceScatter, Op::ReduceScatter, Op::ReduceScatter, Op::ReduceScatter},
-                     {8, 16, 8, 8}, {DType::Int8, DType::Int8, DType::Int8, DType::Int8});
+  auto o = run_mixed(g, {Op::ReduceScatter, Op::ReduceScatter, Op::ReduceScatter, Op::ReduceScatter}, {8, 16, 8, 8},
+                     {DType::Int8, DType::Int8, DType::Int8, DType::Int8});
   expect_all_runtime_error(o, "x shape: [16, 1024] (rank 1) vs [8, 1024] (rank 0)");
 }
 
@@ -296,8 +295,8 @@ StagedRun run_staged(Op op, int n, std::size_t window, int failing_rank, WsFn wo
     harness::Tensor to({int64_t(out_rows), int64_t(H)}, QCOLL_DT_FLOAT, d.out.data());
     uint64_t ws = 0;
     qcollOpExecutor* e = nullptr;
-    auto prepare = op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize
-                                           : qcollQuantAllReduceGetWorkspaceSize;
+    auto prepare =
+        op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize : qcollQuantAllReduceGetWorkspaceSize;
     auto run = op == Op::ReduceScatter ? qcollQuantReduceScatter : qcollQuantAllReduce;
     res.st[r] = prepare(tx.get(), ts.get(), staged.c_str(), "sum", to.get(), &ws, &e);
     if (res.st[r] == QCOLL_SUCCESS) {
@@ -324,13 +323,12 @@ TEST_F(Safety, StagedPathMatchesReference) {
     auto res = run_staged(op, 4, 1 << 20, -1, [](int, uint64_t w) { return w; });
     const std::size_t out_rows = op == Op::ReduceScatter ? 2 : 8;
     const auto want = oracle::reduce_rows(DType::Int8, DType::Float, DType::Float, all_inputs(res, false),
-                                       all_inputs(res, true), H, 0, 8);
+                                          all_inputs(res, true), H, 0, 8);
     for (int r = 0; r < 4; ++r) {
       ASSERT_EQ(res.st[r], QCOLL_SUCCESS) << res.msg[r];
       EXPECT_EQ(res.ws[r], out_rows * H * 4) << "workspace = the output's bytes";
       const std::size_t row0 = op == Op::ReduceScatter ? r * out_rows : 0;
-      EXPECT_EQ(0, std::memcmp(res.data[r].out.data(), want.data() + row0 * H * 4, out_rows * H * 4))
-          << "rank " << r;
+      EXPECT_EQ(0, std::memcmp(res.data[r].out.data(), want.data() + row0 * H * 4, out_rows * H * 4)) << "rank " << r;
     }
   }
 }
@@ -349,7 +347,8 @@ TEST_F(Safety, StagedWorkspaceTooSmallOnOneRank) {
 }
 
 TEST_F(Safety, StagedNullWorkspaceOnOneRank) {
-  auto res = run_staged(Op::ReduceScatter, 2, 1 << 20, -1, [](int, uint64_t w) { return w; }, true);
+  auto res = run_staged(
+      Op::ReduceScatter, 2, 1 << 20, -1, [](int, uint64_t w) { return w; }, true);
   EXPECT_EQ(res.st[1], QCOLL_PARAM_NULLPTR) << res.msg[1];
   EXPECT_EQ(res.msg[1].rfind("workspace:", 0), 0u) << res.msg[1];
   EXPECT_EQ(res.st[0], QCOLL_RUNTIME_ERROR) << res.msg[0];

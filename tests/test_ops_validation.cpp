@@ -23,9 +23,9 @@ struct Call {
   qcollDataType xdt = QCOLL_DT_INT8, sdt = QCOLL_DT_FLOAT, odt = QCOLL_DT_FLOAT16;
   std::vector<int64_t> xstrides, ostrides;  // empty: contiguous
   int xformat = QCOLL_FORMAT_ND;
-  std::vector<int64_t> xstorage;            // empty: same as the shape
-  bool null_x = false, null_scales = false, null_out = false, null_ws = false, null_exec = false,
-       null_xdata = false, null_reduce = false;
+  std::vector<int64_t> xstorage;  // empty: same as the shape
+  bool null_x = false, null_scales = false, null_out = false, null_ws = false, null_exec = false, null_xdata = false,
+       null_reduce = false;
   std::string reduce_op = "sum";
   GroupArg group = GroupArg::Own;
 };
@@ -50,8 +50,8 @@ void run_phase_one(const Call& c, std::vector<qcollStatus>& st, std::vector<std:
     const char* group = harness::group_arg(c.group, g);
     uint64_t ws = 0;
     qcollOpExecutor* exec = nullptr;
-    auto prepare = c.op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize
-                                             : qcollQuantAllReduceGetWorkspaceSize;
+    auto prepare =
+        c.op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize : qcollQuantAllReduceGetWorkspaceSize;
     st[r] = prepare(c.null_x ? nullptr : tx.get(), c.null_scales ? nullptr : ts.get(), group,
                     c.null_reduce ? nullptr : c.reduce_op.c_str(), c.null_out ? nullptr : to.get(),
                     c.null_ws ? nullptr : &ws, c.null_exec ? nullptr : &exec);
@@ -85,66 +85,228 @@ const std::vector<Case>& cases() {
       // Rule 2
       {"ReduceOpMax", [](Call& c) { c.reduce_op = "max"; }, QCOLL_PARAM_INVALID, "reduceOp", {"\"sum\"", "\"max\""}},
       {"ReduceOpNull", [](Call& c) { c.null_reduce = true; }, QCOLL_PARAM_INVALID, "reduceOp", {"null"}},
-      {"ReduceOpBeforeShape", [](Call& c) { c.reduce_op = "SUM"; c.xshape = {8, 1025}; },
-       QCOLL_PARAM_INVALID, "reduceOp", {"SUM"}},
+      {"ReduceOpBeforeShape",
+       [](Call& c) {
+         c.reduce_op = "SUM";
+         c.xshape = {8, 1025};
+       },
+       QCOLL_PARAM_INVALID,
+       "reduceOp",
+       {"SUM"}},
       // Rule 3
       {"GroupNull", [](Call& c) { c.group = GroupArg::Null; }, QCOLL_PARAM_INVALID, "group", {"null"}},
       {"GroupUnknown", [](Call& c) { c.group = GroupArg::Unknown; }, QCOLL_PARAM_INVALID, "group", {"no-such-group"}},
       {"GroupName128", [](Call& c) { c.group = GroupArg::Long128; }, QCOLL_PARAM_INVALID, "group", {"128"}},
-      {"GroupSize3", [](Call& c) { c.nranks = 3; c.xshape = {6, 1024}; c.sshape = {6, 8}; },
-       QCOLL_PARAM_INVALID, "group", {"2, 4 or 8", "3"}},
+      {"GroupSize3",
+       [](Call& c) {
+         c.nranks = 3;
+         c.xshape = {6, 1024};
+         c.sshape = {6, 8};
+       },
+       QCOLL_PARAM_INVALID,
+       "group",
+       {"2, 4 or 8", "3"}},
       // Rule 4
       {"XDtypeFloat16", [](Call& c) { c.xdt = QCOLL_DT_FLOAT16; }, QCOLL_PARAM_INVALID, "x", {"float16"}},
       {"ScalesDtypeFloat16", [](Call& c) { c.sdt = QCOLL_DT_FLOAT16; }, QCOLL_PARAM_INVALID, "scales", {"float16"}},
-      {"Int8WithE8M0", [](Call& c) { c.sdt = QCOLL_DT_FLOAT8_E8M0; c.sshape = {8, 16, 2}; },
-       QCOLL_PARAM_INVALID, "scales", {"float8_e8m0", "int8"}},
-      {"HiF8WithE8M0", [](Call& c) { c.xdt = QCOLL_DT_HIFLOAT8; c.sdt = QCOLL_DT_FLOAT8_E8M0; c.sshape = {8, 16, 2}; },
-       QCOLL_PARAM_INVALID, "scales", {"hifloat8"}},
+      {"Int8WithE8M0",
+       [](Call& c) {
+         c.sdt = QCOLL_DT_FLOAT8_E8M0;
+         c.sshape = {8, 16, 2};
+       },
+       QCOLL_PARAM_INVALID,
+       "scales",
+       {"float8_e8m0", "int8"}},
+      {"HiF8WithE8M0",
+       [](Call& c) {
+         c.xdt = QCOLL_DT_HIFLOAT8;
+         c.sdt = QCOLL_DT_FLOAT8_E8M0;
+         c.sshape = {8, 16, 2};
+       },
+       QCOLL_PARAM_INVALID,
+       "scales",
+       {"hifloat8"}},
       {"OutputInt8", [](Call& c) { c.odt = QCOLL_DT_INT8; }, QCOLL_PARAM_INVALID, "output", {"int8"}},
       // 50: not an enumerator, but inside the enum's value range (0..63), so a C++ enum object
       // may hold it (99 may not: UBSan). test_api_c_callers passes values beyond, as C does.
       {"UnknownDtype", [](Call& c) { c.xdt = qcollDataType(50); }, QCOLL_PARAM_INVALID, "x", {"50"}},
-      {"DtypeBeforeShape", [](Call& c) { c.odt = QCOLL_DT_UINT8; c.xshape = {8, 1025}; },
-       QCOLL_PARAM_INVALID, "output", {"uint8"}},
+      {"DtypeBeforeShape",
+       [](Call& c) {
+         c.odt = QCOLL_DT_UINT8;
+         c.xshape = {8, 1025};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
+       {"uint8"}},
       // Rule 5
       {"X1D", [](Call& c) { c.xshape = {8192}; }, QCOLL_PARAM_INVALID, "x", {"1-D", "[8192]"}},
-      {"X4D", [](Call& c) { c.xshape = {2, 2, 2, 1024}; }, QCOLL_PARAM_INVALID, "x", {"4-D"}},
-      {"XZeroDim", [](Call& c) { c.xshape = {0, 1024}; }, QCOLL_PARAM_INVALID, "x", {"empty", "[0, 1024]"}},
+      {"X4D",
+       [](Call& c) {
+         c.xshape = {2, 2, 2, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"4-D"}},
+      {"XZeroDim",
+       [](Call& c) {
+         c.xshape = {0, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"empty", "[0, 1024]"}},
       // An empty tensor is PARAM_INVALID even when its data pointer is null (nothing to point at).
-      {"XZeroDimNullData", [](Call& c) { c.xshape = {0, 1024}; c.null_xdata = true; }, QCOLL_PARAM_INVALID, "x",
+      {"XZeroDimNullData",
+       [](Call& c) {
+         c.xshape = {0, 1024};
+         c.null_xdata = true;
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
        {"empty", "[0, 1024]"}},
       // Rule 6
-      {"RowsNotMultiple", [](Call& c) { c.xshape = {6, 1024}; }, QCOLL_PARAM_INVALID, "x", {"BS", "6", "4"}},
-      {"RowsNotMultiple3D", [](Call& c) { c.xshape = {2, 3, 1024}; }, QCOLL_PARAM_INVALID, "x", {"B*S", "6"}},
-      {"RowsNotMultipleAllReduce", [](Call& c) { c.op = Op::AllReduce; c.xshape = {6, 1024}; c.oshape = {6, 1024}; },
-       QCOLL_PARAM_INVALID, "x", {"6"}},
+      {"RowsNotMultiple",
+       [](Call& c) {
+         c.xshape = {6, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"BS", "6", "4"}},
+      {"RowsNotMultiple3D",
+       [](Call& c) {
+         c.xshape = {2, 3, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"B*S", "6"}},
+      {"RowsNotMultipleAllReduce",
+       [](Call& c) {
+         c.op = Op::AllReduce;
+         c.xshape = {6, 1024};
+         c.oshape = {6, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"6"}},
       // Rule 7
-      {"H1025", [](Call& c) { c.xshape = {8, 1025}; }, QCOLL_PARAM_INVALID, "x",
+      {"H1025",
+       [](Call& c) {
+         c.xshape = {8, 1025};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
        {"x: H must be a multiple of 128 in [1024, 8192], got 1025"}},
-      {"H896", [](Call& c) { c.xshape = {8, 896}; }, QCOLL_PARAM_INVALID, "x", {"896"}},
-      {"H8320", [](Call& c) { c.xshape = {8, 8320}; }, QCOLL_PARAM_INVALID, "x", {"8320"}},
+      {"H896",
+       [](Call& c) {
+         c.xshape = {8, 896};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"896"}},
+      {"H8320",
+       [](Call& c) {
+         c.xshape = {8, 8320};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"8320"}},
       // Rule 8
-      {"ScalesShapeKG", [](Call& c) { c.sshape = {8, 4}; }, QCOLL_PARAM_INVALID, "scales", {"[8, 8]", "[8, 4]"}},
-      {"ScalesRankKG", [](Call& c) { c.sshape = {1, 8, 8}; }, QCOLL_PARAM_INVALID, "scales", {"[1, 8, 8]"}},
-      {"ScalesShapeMX", [](Call& c) { c.xdt = QCOLL_DT_FLOAT8_E4M3FN; c.sdt = QCOLL_DT_FLOAT8_E8M0; c.sshape = {8, 32}; },
-       QCOLL_PARAM_INVALID, "scales", {"[8, 16, 2]", "[8, 32]"}},
-      {"ScalesShape3D", [](Call& c) { c.xshape = {2, 4, 1024}; c.sshape = {8, 8}; },
-       QCOLL_PARAM_INVALID, "scales", {"[2, 4, 8]"}},
+      {"ScalesShapeKG",
+       [](Call& c) {
+         c.sshape = {8, 4};
+       },
+       QCOLL_PARAM_INVALID,
+       "scales",
+       {"[8, 8]", "[8, 4]"}},
+      {"ScalesRankKG",
+       [](Call& c) {
+         c.sshape = {1, 8, 8};
+       },
+       QCOLL_PARAM_INVALID,
+       "scales",
+       {"[1, 8, 8]"}},
+      {"ScalesShapeMX",
+       [](Call& c) {
+         c.xdt = QCOLL_DT_FLOAT8_E4M3FN;
+         c.sdt = QCOLL_DT_FLOAT8_E8M0;
+         c.sshape = {8, 32};
+       },
+       QCOLL_PARAM_INVALID,
+       "scales",
+       {"[8, 16, 2]", "[8, 32]"}},
+      {"ScalesShape3D",
+       [](Call& c) {
+         c.xshape = {2, 4, 1024};
+         c.sshape = {8, 8};
+       },
+       QCOLL_PARAM_INVALID,
+       "scales",
+       {"[2, 4, 8]"}},
       // Rule 9
-      {"OutputShapeRS", [](Call& c) { c.oshape = {8, 1024}; }, QCOLL_PARAM_INVALID, "output", {"[2, 1024]", "[8, 1024]"}},
-      {"OutputShapeRS3D", [](Call& c) { c.xshape = {2, 4, 1024}; c.sshape = {2, 4, 8}; c.oshape = {1, 2, 1024}; },
-       QCOLL_PARAM_INVALID, "output", {"[2, 1024]"}},
-      {"OutputShapeAR", [](Call& c) { c.op = Op::AllReduce; c.oshape = {2, 1024}; }, QCOLL_PARAM_INVALID, "output",
+      {"OutputShapeRS",
+       [](Call& c) {
+         c.oshape = {8, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
+       {"[2, 1024]", "[8, 1024]"}},
+      {"OutputShapeRS3D",
+       [](Call& c) {
+         c.xshape = {2, 4, 1024};
+         c.sshape = {2, 4, 8};
+         c.oshape = {1, 2, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
+       {"[2, 1024]"}},
+      {"OutputShapeAR",
+       [](Call& c) {
+         c.op = Op::AllReduce;
+         c.oshape = {2, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
        {"[8, 1024]", "[2, 1024]"}},
-      {"OutputShapeAR3D", [](Call& c) { c.op = Op::AllReduce; c.xshape = {2, 4, 1024}; c.sshape = {2, 4, 8}; c.oshape = {8, 1024}; },
-       QCOLL_PARAM_INVALID, "output", {"[2, 4, 1024]"}},
+      {"OutputShapeAR3D",
+       [](Call& c) {
+         c.op = Op::AllReduce;
+         c.xshape = {2, 4, 1024};
+         c.sshape = {2, 4, 8};
+         c.oshape = {8, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
+       {"[2, 4, 1024]"}},
       // Rule 10
-      {"XNotContiguous", [](Call& c) { c.xstrides = {2048, 1}; c.xstorage = {16, 1024}; }, QCOLL_PARAM_INVALID, "x",
+      {"XNotContiguous",
+       [](Call& c) {
+         c.xstrides = {2048, 1};
+         c.xstorage = {16, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
        {"contiguous", "[2048, 1]"}},
-      {"XTransposed", [](Call& c) { c.xstrides = {1, 8}; }, QCOLL_PARAM_INVALID, "x", {"contiguous"}},
-      {"OutputNotContiguous", [](Call& c) { c.ostrides = {1, 2}; }, QCOLL_PARAM_INVALID, "output", {"contiguous"}},
+      {"XTransposed",
+       [](Call& c) {
+         c.xstrides = {1, 8};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"contiguous"}},
+      {"OutputNotContiguous",
+       [](Call& c) {
+         c.ostrides = {1, 2};
+       },
+       QCOLL_PARAM_INVALID,
+       "output",
+       {"contiguous"}},
       {"XFormatNotND", [](Call& c) { c.xformat = 0; }, QCOLL_PARAM_INVALID, "x", {"format", "ND"}},
-      {"XStorageTooSmall", [](Call& c) { c.xstorage = {4, 1024}; }, QCOLL_PARAM_INVALID, "x", {"storage"}},
+      {"XStorageTooSmall",
+       [](Call& c) {
+         c.xstorage = {4, 1024};
+       },
+       QCOLL_PARAM_INVALID,
+       "x",
+       {"storage"}},
   };
   return k;
 }

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "qcoll/quant.hpp"
 #include "oracle.hpp"
+#include "qcoll/quant.hpp"
 
 using qcoll::DType;
 using namespace oracle;
@@ -16,9 +16,7 @@ namespace qq = qcoll::quant;
 
 namespace {
 
-bool same_float(float a, float b) {
-  return (std::isnan(a) && std::isnan(b)) || f32_bits(a) == f32_bits(b);
-}
+bool same_float(float a, float b) { return (std::isnan(a) && std::isnan(b)) || f32_bits(a) == f32_bits(b); }
 
 }  // namespace
 
@@ -26,16 +24,16 @@ TEST(Dequantize, KgEveryCodeMatchesDecodeTimesScale) {
   const std::size_t rows = 4, H = 256;  // 8 groups
   std::vector<uint8_t> q(rows * H);
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = static_cast<uint8_t>(i * 7 + i / 256);
-  const float scales[8] = {2.0f, 0.0f, 1.0f / 3.0f, std::ldexp(1.0f, -140), 3.0e38f / 448.0f,
-                           -1.5f, std::numeric_limits<float>::infinity(), 1e-3f};
+  const float scales[8] = {
+      2.0f, 0.0f, 1.0f / 3.0f, std::ldexp(1.0f, -140), 3.0e38f / 448.0f, -1.5f, std::numeric_limits<float>::infinity(),
+      1e-3f};
   for (DType t : {DType::Int8, DType::Float8E4M3FN, DType::Float8E5M2, DType::HiFloat8}) {
     std::vector<float> out(q.size(), 12345.0f);
     ASSERT_TRUE(qq::dequantize(q.data(), scales, rows, H, t, DType::Float, out.data()));
     for (std::size_t i = 0; i < q.size(); ++i) {
       const float want = static_cast<float>(decode(t, q[i])) * scales[i / 128];
-      ASSERT_TRUE(same_float(out[i], want))
-          << qcoll::dtype_name(t) << " code " << int(q[i]) << " scale " << scales[i / 128]
-          << " got " << out[i] << " want " << want;
+      ASSERT_TRUE(same_float(out[i], want)) << qcoll::dtype_name(t) << " code " << int(q[i]) << " scale "
+                                            << scales[i / 128] << " got " << out[i] << " want " << want;
     }
   }
 }

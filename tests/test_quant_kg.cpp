@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
+#include "oracle.hpp"
 #include "qcoll/quant.hpp"
 #include "quant/quantize_job.hpp"
-#include "oracle.hpp"
 
 using qcoll::DType;
 using namespace oracle;
@@ -17,8 +17,7 @@ namespace qq = qcoll::quant;
 
 namespace {
 
-constexpr DType kKgTypes[] = {DType::Int8, DType::Float8E4M3FN, DType::Float8E5M2,
-                              DType::HiFloat8};
+constexpr DType kKgTypes[] = {DType::Int8, DType::Float8E4M3FN, DType::Float8E5M2, DType::HiFloat8};
 
 // The target each KG dtype maps amax to (contract.md §quantizers-kg): 127, 448, 57344, HiF8 target.
 float kg_target(DType t, float hif8_target = 0.0f) {
@@ -31,16 +30,15 @@ struct Kg {
   std::vector<float> s;
 };
 
-Kg run_kg(const std::vector<float>& x, std::size_t rows, std::size_t H, DType t,
-          const qq::KgOptions& opt = {}) {
+Kg run_kg(const std::vector<float>& x, std::size_t rows, std::size_t H, DType t, const qq::KgOptions& opt = {}) {
   Kg r{std::vector<uint8_t>(rows * H, 0xAB), std::vector<float>(rows * H / 128, -1.0f)};
   EXPECT_TRUE(qq::quantize_kg(x.data(), rows, H, t, r.q.data(), r.s.data(), opt));
   return r;
 }
 
 // Reference: per group, amax over finite values, scale = fp32(amax / target), q = encode(v / scale).
-void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std::size_t H,
-                              DType t, const Kg& got, float target) {
+void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std::size_t H, DType t, const Kg& got,
+                              float target) {
   for (std::size_t g = 0; g < rows * H / 128; ++g) {
     float amax = 0.0f;
     for (std::size_t i = g * 128; i < g * 128 + 128; ++i)
@@ -48,8 +46,8 @@ void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std
     const float scale = amax / target;
     ASSERT_EQ(f32_bits(got.s[g]), f32_bits(scale)) << "group " << g << " amax " << amax;
     for (std::size_t i = g * 128; i < g * 128 + 128; ++i) {
-      const double r = scale == 0.0f ? (std::isfinite(x[i]) ? 0.0 : double(x[i]))
-                                     : double(x[i] / scale);  // one fp32 division
+      const double r =
+          scale == 0.0f ? (std::isfinite(x[i]) ? 0.0 : double(x[i])) : double(x[i] / scale);  // one fp32 division
       ASSERT_PRED3(same_code, t, got.q[i], encode_sat(t, r))
           << qcoll::dtype_name(t) << " element " << i << " v " << x[i] << " scale " << scale;
     }
@@ -90,8 +88,7 @@ TEST(QuantKg, MatchesReferenceOnRandomData) {
   std::vector<float> x = random_values(rows * H, 1234);
   // Spread magnitudes: each group gets its own power-of-two factor (incl. tiny and huge).
   for (std::size_t g = 0; g < rows * H / 128; ++g)
-    for (std::size_t i = g * 128; i < g * 128 + 128; ++i)
-      x[i] = std::ldexp(x[i], static_cast<int>(g % 48) * 5 - 120);
+    for (std::size_t i = g * 128; i < g * 128 + 128; ++i) x[i] = std::ldexp(x[i], static_cast<int>(g % 48) * 5 - 120);
   for (DType t : kKgTypes) {
     SCOPED_TRACE(std::string(qcoll::dtype_name(t)));
     Kg r = run_kg(x, rows, H, t);
@@ -256,7 +253,8 @@ namespace {
 double format_error_bound(DType t, double r) {
   const double a = std::fabs(r);
   switch (t) {
-    case DType::Int8: return 0.5;
+    case DType::Int8:
+      return 0.5;
     case DType::Float8E4M3FN:  // 3 mantissa bits, subnormal step 2^-9
       return a >= std::ldexp(1.0, -6) ? a * std::ldexp(1.0, -4) : std::ldexp(1.0, -10);
     case DType::Float8E5M2:  // 2 mantissa bits, subnormal step 2^-16
@@ -270,7 +268,8 @@ double format_error_bound(DType t, double r) {
       // is still within half a step of this one.
       return std::ldexp(1.0, e - mbits - 1);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -291,8 +290,8 @@ TEST(QuantKg, DequantErrorWithinFormatBound) {
       const double scale = k.s[i / 128];
       const double r = double(x[i]) / scale;
       // error of the encoding, in value units, plus fp32 rounding of the division and product
-      const double bound = format_error_bound(t, r) * scale * (1 + 1e-6) +
-                           std::fabs(double(x[i])) * std::ldexp(1.0, -22);
+      const double bound =
+          format_error_bound(t, r) * scale * (1 + 1e-6) + std::fabs(double(x[i])) * std::ldexp(1.0, -22);
       const double err = std::fabs(double(d[i]) - double(x[i]));
       ASSERT_LE(err, bound) << "i " << i << " v " << x[i] << " d " << d[i];
       worst_ratio = std::max(worst_ratio, err / bound);
@@ -306,7 +305,8 @@ TEST(QuantKg, Int8ErrorAtMostHalfScale) {
   Kg k = run_kg(x, 8, 1024, DType::Int8);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float d = static_cast<float>(static_cast<int8_t>(k.q[i])) * k.s[i / 128];
-    ASSERT_LE(std::fabs(double(d) - x[i]), 0.5 * k.s[i / 128] * (1 + 1e-4)) << i;  // + fp32 rounding of v/scale and q*scale
+    ASSERT_LE(std::fabs(double(d) - x[i]), 0.5 * k.s[i / 128] * (1 + 1e-4))
+        << i;  // + fp32 rounding of v/scale and q*scale
   }
 }
 
@@ -333,12 +333,11 @@ TEST(QuantKg, BadArgumentsWriteNothing) {
   EXPECT_FALSE(qq::quantize_kg(x.data(), 2, 256, DType::Int8, q.data(), nullptr));
   EXPECT_FALSE(qq::quantize_kg_bf16(xb.data(), 2, 100, DType::Int8, q.data(), s.data()));
   EXPECT_FALSE(qq::quantize_kg_bf16(nullptr, 2, 256, DType::Int8, q.data(), s.data()));
-  for (float bad : {-1.0f, 0.5f, 40000.0f, std::numeric_limits<float>::quiet_NaN(),
-                    std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {-1.0f, 0.5f, 40000.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     qq::KgOptions opt;
     opt.hif8_target = bad;
-    EXPECT_FALSE(qq::quantize_kg(x.data(), 2, 256, DType::HiFloat8, q.data(), s.data(), opt))
-        << bad;
+    EXPECT_FALSE(qq::quantize_kg(x.data(), 2, 256, DType::HiFloat8, q.data(), s.data(), opt)) << bad;
   }
   EXPECT_TRUE(untouched());
   // rows == 0 is a valid no-op
@@ -371,25 +370,21 @@ TEST(QuantKg, EntryPointStatus) {
   std::vector<float> x = random_values(2 * 128, 21);
   std::vector<uint8_t> q(x.size()), q_ref(x.size());
   std::vector<float> s(2), s_ref(2);
-  auto st = qq::quantize_rows(DType::Int8, x.data(), 2, 128, DType::Int8, DType::Float, q.data(),
-                              s.data(), {});
+  auto st = qq::quantize_rows(DType::Int8, x.data(), 2, 128, DType::Int8, DType::Float, q.data(), s.data(), {});
   EXPECT_EQ(st.code, qcoll::StatusCode::ParamInvalid);
   EXPECT_EQ(st.message, "in_dtype: must be float, bfloat16 or float16, got int8");
   qq::QuantOptions bad;
   bad.threads = -1;
-  st = qq::quantize_rows(DType::Float, x.data(), 2, 128, DType::Int8, DType::Float, q.data(),
-                         s.data(), bad);
+  st = qq::quantize_rows(DType::Float, x.data(), 2, 128, DType::Int8, DType::Float, q.data(), s.data(), bad);
   EXPECT_EQ(st.code, qcoll::StatusCode::ParamInvalid);
   EXPECT_NE(st.message.find("threads"), std::string::npos) << st.message;
   EXPECT_NE(st.message.find("-1"), std::string::npos) << st.message;
-  st = qq::quantize_rows(DType::Float, x.data(), 2, 128, DType::Int8, DType::Float, nullptr,
-                         s.data(), {});
+  st = qq::quantize_rows(DType::Float, x.data(), 2, 128, DType::Int8, DType::Float, nullptr, s.data(), {});
   EXPECT_EQ(st.code, qcoll::StatusCode::ParamNullptr);
   EXPECT_NE(st.message.find("q"), std::string::npos) << st.message;
   // A good call: the bits of the typed public function.
   for (DType t : kKgTypes) {
-    ASSERT_TRUE(qq::quantize_rows(DType::Float, x.data(), 2, 128, t, DType::Float, q.data(),
-                                  s.data(), {}).ok());
+    ASSERT_TRUE(qq::quantize_rows(DType::Float, x.data(), 2, 128, t, DType::Float, q.data(), s.data(), {}).ok());
     ASSERT_TRUE(qq::quantize_kg(x.data(), 2, 128, t, q_ref.data(), s_ref.data()));
     EXPECT_EQ(q, q_ref);
     EXPECT_EQ(std::memcmp(s.data(), s_ref.data(), sizeof(float) * s.size()), 0);

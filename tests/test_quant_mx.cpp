@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "qcoll/quant.hpp"
 #include "oracle.hpp"
+#include "qcoll/quant.hpp"
 
 using qcoll::DType;
 using namespace oracle;
@@ -86,9 +86,15 @@ TEST(QuantMx, MatchesReferenceOnRandomData) {
 
 TEST(QuantMx, SharedExponentFromExponentField) {
   // amax just below / at powers of two, tiny normal, subnormal, and the fp32 maximum.
-  const float amaxes[] = {std::nextafter(512.0f, 0.0f), 512.0f, 1.0f, 1.5f * std::ldexp(1.0f, -100),
-                          std::ldexp(1.0f, -119), std::ldexp(1.0f, -120), std::ldexp(3.0f, -149),
-                          std::ldexp(1.0f, -149), std::ldexp(8388607.0f, -149),
+  const float amaxes[] = {std::nextafter(512.0f, 0.0f),
+                          512.0f,
+                          1.0f,
+                          1.5f * std::ldexp(1.0f, -100),
+                          std::ldexp(1.0f, -119),
+                          std::ldexp(1.0f, -120),
+                          std::ldexp(3.0f, -149),
+                          std::ldexp(1.0f, -149),
+                          std::ldexp(8388607.0f, -149),
                           std::numeric_limits<float>::max()};
   for (DType t : kMxTypes) {
     for (float amax : amaxes) {
@@ -156,8 +162,7 @@ TEST(QuantMx, AllZeroBlock) {
   for (DType t : kMxTypes) {
     Mx r = run_mx(x, 1, 128, t);
     EXPECT_EQ(r.s[1], 0x00) << qcoll::dtype_name(t);
-    for (int i = 32; i < 64; ++i)
-      EXPECT_EQ(decode(t, r.q[i]), 0.0) << qcoll::dtype_name(t) << " " << i;
+    for (int i = 32; i < 64; ++i) EXPECT_EQ(decode(t, r.q[i]), 0.0) << qcoll::dtype_name(t) << " " << i;
     expect_matches_reference(x, t, r);
   }
 }
@@ -299,6 +304,6 @@ TEST(QuantMx, ConvenienceTensor) {
   std::vector<float> d = qq::dequantize(qt);
   ASSERT_EQ(d.size(), x.size());
   for (std::size_t i = 0; i < d.size(); ++i)
-    ASSERT_EQ(f32_bits(d[i]), f32_bits(static_cast<float>(decode_e5m2(m.q[i])) *
-                                     static_cast<float>(decode_e8m0(m.s[i / 32]))));
+    ASSERT_EQ(f32_bits(d[i]),
+              f32_bits(static_cast<float>(decode_e5m2(m.q[i])) * static_cast<float>(decode_e8m0(m.s[i / 32]))));
 }

@@ -66,8 +66,7 @@ Input make_input(DType in, const std::vector<float>& v) {
   } else {
     x.h.resize(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
-      x.h[i] = in == DType::BFloat16 ? qcoll::formats::encode_bfloat16(v[i])
-                                     : qcoll::formats::encode_float16(v[i]);
+      x.h[i] = in == DType::BFloat16 ? qcoll::formats::encode_bfloat16(v[i]) : qcoll::formats::encode_float16(v[i]);
   }
   return x;
 }
@@ -81,8 +80,8 @@ std::size_t scale_bytes(DType scales_dtype, std::size_t elements) {
   return scales_dtype == DType::Float ? elements / 128 * 4 : elements / 32;
 }
 
-qd::QuantJob make_job(const Input& x, std::size_t H, DType x_dtype, DType scales_dtype,
-                      Output& out, float hif8_target = 0.0f) {
+qd::QuantJob make_job(const Input& x, std::size_t H, DType x_dtype, DType scales_dtype, Output& out,
+                      float hif8_target = 0.0f) {
   qd::QuantJob job;
   job.in_dtype = x.dtype;
   job.x = x.data();
@@ -98,11 +97,10 @@ qd::QuantJob make_job(const Input& x, std::size_t H, DType x_dtype, DType scales
   return job;
 }
 
-std::string describe(const std::string& target, DType in, DType x, DType s, std::size_t H,
-                     float hif8_target) {
-  return target + " in=" + std::string(qcoll::dtype_name(in)) + " x=" +
-         std::string(qcoll::dtype_name(x)) + (s == DType::Float ? " KG" : " MX") + " H=" +
-         std::to_string(H) + (hif8_target != 0.0f ? " target=" + std::to_string(hif8_target) : "");
+std::string describe(const std::string& target, DType in, DType x, DType s, std::size_t H, float hif8_target) {
+  return target + " in=" + std::string(qcoll::dtype_name(in)) + " x=" + std::string(qcoll::dtype_name(x)) +
+         (s == DType::Float ? " KG" : " MX") + " H=" + std::to_string(H) +
+         (hif8_target != 0.0f ? " target=" + std::to_string(hif8_target) : "");
 }
 
 // First difference of two outputs, for the failure message.
@@ -131,8 +129,8 @@ std::vector<std::string> targets() {
 }
 
 // Every SIMD target vs the reference, for one input and mode.
-void expect_targets_match(const Input& x, std::size_t H, DType x_dtype, DType scales_dtype,
-                          float hif8_target = 0.0f, const std::vector<float>* values = nullptr) {
+void expect_targets_match(const Input& x, std::size_t H, DType x_dtype, DType scales_dtype, float hif8_target = 0.0f,
+                          const std::vector<float>* values = nullptr) {
   Output want;
   qd::quantize_scalar(make_job(x, H, x_dtype, scales_dtype, want, hif8_target));
   for (const std::string& t : targets()) {
@@ -346,7 +344,7 @@ TEST(QuantSimd, EdgeGroups) {
   fill([&](std::size_t i) { return i == 9 ? nan : std::sin(float(i)); });
   fill([&](std::size_t i) { return i % 4 == 0 ? -nan : -std::cos(float(i)) * 3.0f; });
   fill([&](std::size_t i) { return min_sub * float(i % 7) * (i % 2 ? -1.0f : 1.0f); });  // scale underflow
-  fill([&](std::size_t i) { return min_sub * float(i) * 1000.0f; });                       // subnormal amax
+  fill([&](std::size_t i) { return min_sub * float(i) * 1000.0f; });                     // subnormal amax
   fill([&](std::size_t i) { return std::ldexp(float(i) - 64.0f, -130); });
   fill([&](std::size_t i) { return std::numeric_limits<float>::max() * (i % 2 ? -1.0f : 0.5f); });
   fill([&](std::size_t i) { return i == 0 ? std::numeric_limits<float>::max() : std::sin(float(i)); });
@@ -401,11 +399,9 @@ struct PublicRun {
   std::vector<uint8_t> s;
 };
 
-PublicRun run_public(const Input& x, std::size_t H, DType t, DType s, int threads,
-                     float hif8_target = 0.0f) {
+PublicRun run_public(const Input& x, std::size_t H, DType t, DType s, int threads, float hif8_target = 0.0f) {
   const std::size_t rows = x.size() / H;
-  PublicRun r{std::vector<uint8_t>(x.size(), 0xA5),
-              std::vector<uint8_t>(scale_bytes(s, x.size()), 0xA5)};
+  PublicRun r{std::vector<uint8_t>(x.size(), 0xA5), std::vector<uint8_t>(scale_bytes(s, x.size()), 0xA5)};
   qq::QuantOptions opt;
   opt.threads = threads;
   opt.hif8_target = hif8_target;
@@ -413,15 +409,27 @@ PublicRun run_public(const Input& x, std::size_t H, DType t, DType s, int thread
   float* kg = reinterpret_cast<float*>(r.s.data());
   if (s == DType::Float) {
     switch (x.dtype) {
-      case DType::Float: ok = qq::quantize_kg(x.f.data(), rows, H, t, r.q.data(), kg, opt); break;
-      case DType::BFloat16: ok = qq::quantize_kg_bf16(x.h.data(), rows, H, t, r.q.data(), kg, opt); break;
-      default: ok = qq::quantize_kg_fp16(x.h.data(), rows, H, t, r.q.data(), kg, opt); break;
+      case DType::Float:
+        ok = qq::quantize_kg(x.f.data(), rows, H, t, r.q.data(), kg, opt);
+        break;
+      case DType::BFloat16:
+        ok = qq::quantize_kg_bf16(x.h.data(), rows, H, t, r.q.data(), kg, opt);
+        break;
+      default:
+        ok = qq::quantize_kg_fp16(x.h.data(), rows, H, t, r.q.data(), kg, opt);
+        break;
     }
   } else {
     switch (x.dtype) {
-      case DType::Float: ok = qq::quantize_mx(x.f.data(), rows, H, t, r.q.data(), r.s.data(), opt); break;
-      case DType::BFloat16: ok = qq::quantize_mx_bf16(x.h.data(), rows, H, t, r.q.data(), r.s.data(), opt); break;
-      default: ok = qq::quantize_mx_fp16(x.h.data(), rows, H, t, r.q.data(), r.s.data(), opt); break;
+      case DType::Float:
+        ok = qq::quantize_mx(x.f.data(), rows, H, t, r.q.data(), r.s.data(), opt);
+        break;
+      case DType::BFloat16:
+        ok = qq::quantize_mx_bf16(x.h.data(), rows, H, t, r.q.data(), r.s.data(), opt);
+        break;
+      default:
+        ok = qq::quantize_mx_fp16(x.h.data(), rows, H, t, r.q.data(), r.s.data(), opt);
+        break;
     }
   }
   EXPECT_TRUE(ok);
@@ -439,9 +447,8 @@ struct ModeCase {
   DType s;
 };
 constexpr ModeCase kAllModes[] = {
-    {DType::Int8, DType::Float},         {DType::HiFloat8, DType::Float},
-    {DType::Float8E4M3FN, DType::Float}, {DType::Float8E5M2, DType::Float},
-    {DType::Float8E4M3FN, DType::Float8E8M0}, {DType::Float8E5M2, DType::Float8E8M0},
+    {DType::Int8, DType::Float},       {DType::HiFloat8, DType::Float},          {DType::Float8E4M3FN, DType::Float},
+    {DType::Float8E5M2, DType::Float}, {DType::Float8E4M3FN, DType::Float8E8M0}, {DType::Float8E5M2, DType::Float8E8M0},
 };
 
 }  // namespace
@@ -481,11 +488,10 @@ TEST(QuantSimd, ThreadPartsAndAuto) {
   for (int bad : {-1, 65}) {
     opt.threads = bad;
     EXPECT_FALSE(qq::quantize_kg(small.f.data(), 1, 128, DType::Int8, q.data(), s.data(), opt));
-    const auto st = qq::check_quantize_args(small.f.data(), 1, 128, DType::Int8, DType::Float, q.data(),
-                                            s.data(), 0.0f, bad);
+    const auto st =
+        qq::check_quantize_args(small.f.data(), 1, 128, DType::Int8, DType::Float, q.data(), s.data(), 0.0f, bad);
     EXPECT_EQ(st.code, qcoll::StatusCode::ParamInvalid);
-    EXPECT_NE(st.message.find("threads: must be 0 (auto) or in [1, 64], got " + std::to_string(bad)),
-              std::string::npos)
+    EXPECT_NE(st.message.find("threads: must be 0 (auto) or in [1, 64], got " + std::to_string(bad)), std::string::npos)
         << st.message;
   }
   EXPECT_EQ(q[0], 0xA5);

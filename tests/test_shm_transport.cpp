@@ -46,10 +46,16 @@ std::size_t rule11_rows(std::size_t window, int n, std::size_t xrb, std::size_t 
 }
 
 TEST(WindowPlan, MaxChunkRowsFollowsTheVendorRule) {
-  struct Case { std::size_t mb; int n; std::size_t h; bool mx; std::size_t rows; };
-  const Case cases[] = {{3, 4, 1024, false, 512}, {3, 8, 8192, false, 64}, {3, 2, 5120, true, 1000},
-                        {4, 4, 4096, true, 300}, {200, 8, 8192, false, 4096}, {200, 2, 1024, false, 16},
-                        {2, 2, 1024, false, 8}, {1, 8, 8192, true, 8}};
+  struct Case {
+    std::size_t mb;
+    int n;
+    std::size_t h;
+    bool mx;
+    std::size_t rows;
+  };
+  const Case cases[] = {{3, 4, 1024, false, 512}, {3, 8, 8192, false, 64},     {3, 2, 5120, true, 1000},
+                        {4, 4, 4096, true, 300},  {200, 8, 8192, false, 4096}, {200, 2, 1024, false, 16},
+                        {2, 2, 1024, false, 8},   {1, 8, 8192, true, 8}};
   for (const Case& c : cases) {
     ExchangeSpec spec;
     spec.x_row_bytes = c.h;
@@ -183,7 +189,8 @@ int exchange_and_check(ShmCommunicator& c, std::size_t xrb, std::size_t srb, std
     return Status::Ok();
   };
   if (produce) spec.x = spec.scales = nullptr;  // everything comes from the producer
-  Status st = exchange(c, spec,
+  Status st = exchange(
+      c, spec,
       [&](const Chunk& ch) {
         if (ch.row_begin != next_row) ++bad;
         next_row += ch.rows;
@@ -282,7 +289,8 @@ TEST(ShmTransport, WindowTooSmallIsParamInvalid) {
     std::vector<uint8_t> x(2 * 4 * 1024), s(2 * 4 * 32);
     ExchangeSpec spec{x.data(), 1024, s.data(), 32, 4};
     if (max_chunk_rows(c, spec) != 0) return 40;
-    Status st = exchange(c, spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 5s);
+    Status st = exchange(
+        c, spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 5s);
     return st.code == StatusCode::ParamInvalid && st.message.find("HCCL_BUFFSIZE") != std::string::npos ? 0 : 41;
   });
   for (int code : codes) EXPECT_EQ(code, 0);
@@ -324,9 +332,12 @@ TEST(ShmTransport, PeerThatNeverCallsTimesOut) {
     Status st = allgather_descriptors(c, CallDescriptor{}, all, Clock::now() + 500ms);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     int code = 0;
-    if (st.code != StatusCode::RuntimeError || st.message.find("timed out") == std::string::npos) code = 60;
-    else if (secs < 0.5 || secs > 0.5 + 5.0) code = 61;  // the deadline, plus a loaded machine's slack
-    else if (c.usable()) code = 62;
+    if (st.code != StatusCode::RuntimeError || st.message.find("timed out") == std::string::npos)
+      code = 60;
+    else if (secs < 0.5 || secs > 0.5 + 5.0)
+      code = 61;  // the deadline, plus a loaded machine's slack
+    else if (c.usable())
+      code = 62;
     // Broken: every later call fails at once (long before its 10 s deadline).
     else if (allgather_descriptors(c, CallDescriptor{}, all, Clock::now() + 10s).code != StatusCode::RuntimeError)
       code = 63;
@@ -342,7 +353,8 @@ TEST(ShmTransport, ConsumerErrorIsReturnedAfterTheProtocolCompletes) {
     std::vector<uint8_t> x(2 * 600 * 1024), s(2 * 600 * 32);
     ExchangeSpec spec{x.data(), 1024, s.data(), 32, 600};
     int calls = 0;
-    Status st = exchange(c, spec,
+    Status st = exchange(
+        c, spec,
         [&](const Chunk&) {
           ++calls;
           return c.rank() == 0 ? Status::Error(StatusCode::InnerError, "consumer says no") : Status::Ok();
@@ -368,28 +380,31 @@ std::vector<uint64_t> gather(ShmCommunicator& c, uint64_t v) {
 TEST(ShmWindow, SmallCallReservesLittleALargerCallGrowsItOnEveryRank) {
   constexpr std::size_t kWindow = 200u << 20;  // HCCL_BUFFSIZE 200: 800 MB of address space for 4 ranks
   std::size_t after_all = 0;
-  const auto codes = run_ranks(4, kWindow, [](ShmCommunicator& c) {
-    if (c.reserved_bytes() != 0) return 80;  // nothing but the control blocks at creation
-    // 16 x 4096 int8 over 4 ranks: 4 rows of 4 KB (+ scales) per destination.
-    if (int r = exchange_and_check(c, 4096, 128, 4, 0)) return r;
-    const std::size_t small = c.reserved_bytes();
-    if (small == 0 || small > (1u << 20)) return 81;  // a slot pair of 64 KB steps, not 200 MB
-    // 256 x 5120 rows per destination: about 5.4 MB per slot, one chunk.
-    std::size_t chunks = 0;
-    if (int r = exchange_and_check(c, 5120, 160, 256, 1, &chunks)) return r;
-    if (chunks != 1) return 82;
-    const std::size_t large = c.reserved_bytes();
-    if (large < 2 * 4 * 256 * (5120 + 160) || large > (16u << 20)) return 83;
-    // Every rank settled on the same slot capacity.
-    const std::vector<uint64_t> caps = gather(c, c.slot_capacity());
-    if (caps.size() != 4) return 84;
-    for (uint64_t cap : caps)
-      if (cap != caps[0] || cap < 4 * 256 * (5120 + 160)) return 85;
-    // Smaller calls afterwards reuse it (no shrinking, still correct).
-    if (int r = exchange_and_check(c, 4096, 128, 4, 2)) return r;
-    if (c.reserved_bytes() != large) return 86;
-    return 0;
-  }, /*sparse=*/true, [&](const ShmMapping& m) { after_all = m.allocated_bytes(); });
+  const auto codes = run_ranks(
+      4, kWindow,
+      [](ShmCommunicator& c) {
+        if (c.reserved_bytes() != 0) return 80;  // nothing but the control blocks at creation
+        // 16 x 4096 int8 over 4 ranks: 4 rows of 4 KB (+ scales) per destination.
+        if (int r = exchange_and_check(c, 4096, 128, 4, 0)) return r;
+        const std::size_t small = c.reserved_bytes();
+        if (small == 0 || small > (1u << 20)) return 81;  // a slot pair of 64 KB steps, not 200 MB
+        // 256 x 5120 rows per destination: about 5.4 MB per slot, one chunk.
+        std::size_t chunks = 0;
+        if (int r = exchange_and_check(c, 5120, 160, 256, 1, &chunks)) return r;
+        if (chunks != 1) return 82;
+        const std::size_t large = c.reserved_bytes();
+        if (large < 2 * 4 * 256 * (5120 + 160) || large > (16u << 20)) return 83;
+        // Every rank settled on the same slot capacity.
+        const std::vector<uint64_t> caps = gather(c, c.slot_capacity());
+        if (caps.size() != 4) return 84;
+        for (uint64_t cap : caps)
+          if (cap != caps[0] || cap < 4 * 256 * (5120 + 160)) return 85;
+        // Smaller calls afterwards reuse it (no shrinking, still correct).
+        if (int r = exchange_and_check(c, 4096, 128, 4, 2)) return r;
+        if (c.reserved_bytes() != large) return 86;
+        return 0;
+      },
+      /*sparse=*/true, [&](const ShmMapping& m) { after_all = m.allocated_bytes(); });
   for (int code : codes) EXPECT_EQ(code, 0);
   // /dev/shm holds what the calls used (4 ranks x ~11 MB), not 4 x 200 MB.
   EXPECT_GT(after_all, 4u * 2 * 4 * 256 * 5120);
@@ -397,61 +412,72 @@ TEST(ShmWindow, SmallCallReservesLittleALargerCallGrowsItOnEveryRank) {
 }
 
 TEST(ShmWindow, SharedBlocksAreReadInPlaceByEveryRank) {
-  const auto codes = run_ranks(3, 64u << 20, [](ShmCommunicator& c) {
-    const std::size_t block = (3u << 20) + 100;
-    std::vector<uint8_t> x(3 * 8 * 512), s(3 * 8 * 16);
-    ExchangeSpec spec{x.data(), 512, s.data(), 16, 8};
-    if (!reserve_for_exchange(c, spec, block, Clock::now() + 20s).ok()) return 90;
-    if (c.shared_capacity() < block) return 91;
-    for (int call = 0; call < 3; ++call) {
-      uint8_t* mine = c.shared_block(c.rank());
-      for (std::size_t i = 0; i < block; ++i) mine[i] = static_cast<uint8_t>(i * 7 + c.rank() * 31 + call);
-      if (gather(c, 1).size() != 3) return 92;  // a step: every rank wrote its block
-      for (int k = 0; k < 3; ++k) {
-        const uint8_t* theirs = c.shared_block(k);
-        for (std::size_t i = 0; i < block; ++i)
-          if (theirs[i] != static_cast<uint8_t>(i * 7 + k * 31 + call)) return 93;
-      }
-      if (gather(c, 2).size() != 3) return 94;  // a step: every rank read every block
-    }
-    return 0;
-  }, /*sparse=*/true);
+  const auto codes = run_ranks(
+      3, 64u << 20,
+      [](ShmCommunicator& c) {
+        const std::size_t block = (3u << 20) + 100;
+        std::vector<uint8_t> x(3 * 8 * 512), s(3 * 8 * 16);
+        ExchangeSpec spec{x.data(), 512, s.data(), 16, 8};
+        if (!reserve_for_exchange(c, spec, block, Clock::now() + 20s).ok()) return 90;
+        if (c.shared_capacity() < block) return 91;
+        for (int call = 0; call < 3; ++call) {
+          uint8_t* mine = c.shared_block(c.rank());
+          for (std::size_t i = 0; i < block; ++i) mine[i] = static_cast<uint8_t>(i * 7 + c.rank() * 31 + call);
+          if (gather(c, 1).size() != 3) return 92;  // a step: every rank wrote its block
+          for (int k = 0; k < 3; ++k) {
+            const uint8_t* theirs = c.shared_block(k);
+            for (std::size_t i = 0; i < block; ++i)
+              if (theirs[i] != static_cast<uint8_t>(i * 7 + k * 31 + call)) return 93;
+          }
+          if (gather(c, 2).size() != 3) return 94;  // a step: every rank read every block
+        }
+        return 0;
+      },
+      /*sparse=*/true);
   for (int code : codes) EXPECT_EQ(code, 0);
 }
 
 TEST(ShmWindow, ARankWithoutRoomMakesEveryRankMoveSmallerChunks) {
-  const auto codes = run_ranks(4, 64u << 20, [](ShmCommunicator& c) {
-    if (c.rank() == 2) c.limit_window_for_test(1u << 20);  // as if /dev/shm had 1 MB left for it
-    std::size_t chunks = 0;
-    // 300 x 5120 rows per destination: 6.3 MB per slot in one chunk; 0.5 MB slots give ~13.
-    if (int r = exchange_and_check(c, 5120, 160, 300, 3, &chunks)) return r;
-    if (chunks < 10) return 95;
-    const std::vector<uint64_t> caps = gather(c, c.slot_capacity());
-    if (caps.size() != 4) return 96;
-    for (uint64_t cap : caps)
-      if (cap != caps[0] || cap > (1u << 20) / 2) return 97;
-    // The all-gather moves in pieces of what every rank has, too.
-    std::vector<uint8_t> buf(4 * (2u << 20));
-    for (std::size_t i = 0; i < (2u << 20); ++i) buf[c.rank() * (2u << 20) + i] = static_cast<uint8_t>(i + c.rank());
-    if (!allgather_blocks(c, buf.data(), 2u << 20, Clock::now() + 20s).ok()) return 98;
-    for (int k = 0; k < 4; ++k)
-      for (std::size_t i = 0; i < (2u << 20); ++i)
-        if (buf[k * (2u << 20) + i] != static_cast<uint8_t>(i + k)) return 99;
-    return 0;
-  }, /*sparse=*/true);
+  const auto codes = run_ranks(
+      4, 64u << 20,
+      [](ShmCommunicator& c) {
+        if (c.rank() == 2) c.limit_window_for_test(1u << 20);  // as if /dev/shm had 1 MB left for it
+        std::size_t chunks = 0;
+        // 300 x 5120 rows per destination: 6.3 MB per slot in one chunk; 0.5 MB slots give ~13.
+        if (int r = exchange_and_check(c, 5120, 160, 300, 3, &chunks)) return r;
+        if (chunks < 10) return 95;
+        const std::vector<uint64_t> caps = gather(c, c.slot_capacity());
+        if (caps.size() != 4) return 96;
+        for (uint64_t cap : caps)
+          if (cap != caps[0] || cap > (1u << 20) / 2) return 97;
+        // The all-gather moves in pieces of what every rank has, too.
+        std::vector<uint8_t> buf(4 * (2u << 20));
+        for (std::size_t i = 0; i < (2u << 20); ++i)
+          buf[c.rank() * (2u << 20) + i] = static_cast<uint8_t>(i + c.rank());
+        if (!allgather_blocks(c, buf.data(), 2u << 20, Clock::now() + 20s).ok()) return 98;
+        for (int k = 0; k < 4; ++k)
+          for (std::size_t i = 0; i < (2u << 20); ++i)
+            if (buf[k * (2u << 20) + i] != static_cast<uint8_t>(i + k)) return 99;
+        return 0;
+      },
+      /*sparse=*/true);
   for (int code : codes) EXPECT_EQ(code, 0);
 }
 
 TEST(ShmWindow, NoRoomForOneRowIsAClearErrorOnEveryRank) {
-  const auto codes = run_ranks(2, 64u << 20, [](ShmCommunicator& c) {
-    if (c.rank() == 1) c.limit_window_for_test(0);
-    std::vector<uint8_t> x(2 * 4 * 1024), s(2 * 4 * 32);
-    ExchangeSpec spec{x.data(), 1024, s.data(), 32, 4};
-    Status st = exchange(c, spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 20s);
-    if (st.code != StatusCode::InnerError || st.message.find("/dev/shm") == std::string::npos) return 100;
-    if (!c.usable()) return 101;  // nothing moved: the ranks are still in step
-    return gather(c, 7).size() == 2 ? 0 : 102;
-  }, /*sparse=*/true);
+  const auto codes = run_ranks(
+      2, 64u << 20,
+      [](ShmCommunicator& c) {
+        if (c.rank() == 1) c.limit_window_for_test(0);
+        std::vector<uint8_t> x(2 * 4 * 1024), s(2 * 4 * 32);
+        ExchangeSpec spec{x.data(), 1024, s.data(), 32, 4};
+        Status st = exchange(
+            c, spec, [](const Chunk&) { return Status::Ok(); }, Clock::now() + 20s);
+        if (st.code != StatusCode::InnerError || st.message.find("/dev/shm") == std::string::npos) return 100;
+        if (!c.usable()) return 101;  // nothing moved: the ranks are still in step
+        return gather(c, 7).size() == 2 ? 0 : 102;
+      },
+      /*sparse=*/true);
   for (int code : codes) EXPECT_EQ(code, 0);
 }
 

@@ -21,10 +21,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,8 +100,8 @@ bool soak_call(const GroupPlan& p, std::size_t v, int r, const char* group, std:
   const qcollStatus st = harness::call_op(c.reduce_scatter ? harness::Op::ReduceScatter : harness::Op::AllReduce,
                                           tx.get(), ts.get(), group, to.get());
   if (st != QCOLL_SUCCESS) {
-    *err = std::string(group) + " rank " + std::to_string(r) + ": " + qcollStatusName(st) + ": " +
-           qcollGetRecentErrMsg();
+    *err =
+        std::string(group) + " rank " + std::to_string(r) + ": " + qcollStatusName(st) + ": " + qcollGetRecentErrMsg();
     return false;
   }
   const auto odt = static_cast<qcoll::DType>(c.out_dtype);
@@ -185,9 +185,10 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
       }
       // The warm-up ends after the first tenth of the calls, or of the time bound.
       const bool warm_now =
-          seconds > 0 ? rss_after_warm.load() == 0 &&
-                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_begin).count() >= seconds / 10
-                      : it == warm;
+          seconds > 0
+              ? rss_after_warm.load() == 0 &&
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t_begin).count() >= seconds / 10
+              : it == warm;
       if (tid == 0 && warm_now) {
         rss_after_warm = resident_kib();
         after_warm = soak::sample();

@@ -65,8 +65,8 @@ TEST_F(Streams, ArgumentsAndTheNullStream) {
   EXPECT_EQ(qcollStreamSynchronize(h.s, 0), QCOLL_SUCCESS);  // idle
   int not_a_stream = 0;
   EXPECT_EQ(qcollStreamSynchronize(&not_a_stream, -1), QCOLL_PARAM_INVALID);
-  EXPECT_EQ(std::string(qcollGetRecentErrMsg()).rfind("stream: must be NULL or a live stream from qcollStreamCreate", 0),
-            0u)
+  EXPECT_EQ(
+      std::string(qcollGetRecentErrMsg()).rfind("stream: must be NULL or a live stream from qcollStreamCreate", 0), 0u)
       << qcollGetRecentErrMsg();
   qcollStream gone = nullptr;
   ASSERT_EQ(qcollStreamCreate(&gone), QCOLL_SUCCESS);
@@ -378,7 +378,8 @@ TEST_F(Streams, CppStream) {
         stream.synchronize();
         // Failure at synchronize as an exception (shape disagreement between the ranks).
         std::vector<uint8_t> o2(r == 0 ? outs[r].size() : outs[r].size() / 2);
-        RankInputs in2(r, r == 0 ? c : make_call(true, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT, QCOLL_DT_BFLOAT16, 4, 1024), 8);
+        RankInputs in2(
+            r, r == 0 ? c : make_call(true, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT, QCOLL_DT_BFLOAT16, 4, 1024), 8);
         const int64_t rows = r == 0 ? 8 : 4;
         qcoll::quant_reduce_scatter(qcoll::view(in2.x, qcoll::DType::Float8E4M3FN, {rows, 1024}),
                                     qcoll::view(in2.scales, qcoll::DType::Float, {rows, 8}), group,

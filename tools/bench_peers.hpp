@@ -41,9 +41,9 @@ void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
 inline constexpr const char* kPeerFamilies[] = {"mpi", "oneccl", "gloo"};
 
 struct PeerSet {
-  std::vector<std::unique_ptr<Peer>> peers;  // in the order fp32 before bf16 per family
+  std::vector<std::unique_ptr<Peer>> peers;                               // in the order fp32 before bf16 per family
   nlohmann::ordered_json unavailable = nlohmann::ordered_json::object();  // family -> why
-  nlohmann::ordered_json info = nlohmann::ordered_json::object();  // family -> version, settings
+  nlohmann::ordered_json info = nlohmann::ordered_json::object();         // family -> version, settings
 };
 
 // Where the plugins are; empty: the default path of the family.

@@ -60,7 +60,8 @@ nlohmann::json row_json(const BenchRow& r) {
   j["qcoll_rel_err"] = r.qcoll_rel_err;
   j["peers"] = nlohmann::json::array();
   for (const PeerTime& p : r.peers)
-    j["peers"].push_back({{"name", p.name}, {"input", p.input}, {"s", p.s}, {"samples", p.samples}, {"rel_err", p.rel_err}});
+    j["peers"].push_back(
+        {{"name", p.name}, {"input", p.input}, {"s", p.s}, {"samples", p.samples}, {"rel_err", p.rel_err}});
   // The MPI peers under the names of earlier versions (null where not measured).
   const PeerTime* f = r.peer(kLegacyFp32);
   const PeerTime* b = r.peer(kLegacyBf16);
@@ -321,11 +322,17 @@ SeriesIndex write_plot_data(const std::vector<BenchRow>& rows, const std::string
 std::string series_plot(const SeriesKey& key, int blk, const std::string& dat, int column, int color) {
   const int n = std::get<3>(key);
   const std::string& input = std::get<2>(key);
-  return "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) +
-         " with linespoints lc " + std::to_string(color) + " pt " +
-         std::to_string(n == 2 ? 5 : n == 4 ? 7 : n == 8 ? 9 : 1) + " dt " +
-         std::to_string(input == "quantized" ? 1 : input == "bf16" ? 2 : 3) + " title '" + std::get<1>(key) +
-         (input == "quantized" ? "" : " from " + input) + " n=" + std::to_string(n) +
+  return "'" + dat + "' index " + std::to_string(blk) + " using 1:" + std::to_string(column) + " with linespoints lc " +
+         std::to_string(color) + " pt " +
+         std::to_string(n == 2   ? 5
+                        : n == 4 ? 7
+                        : n == 8 ? 9
+                                 : 1) +
+         " dt " +
+         std::to_string(input == "quantized" ? 1
+                        : input == "bf16"    ? 2
+                                             : 3) +
+         " title '" + std::get<1>(key) + (input == "quantized" ? "" : " from " + input) + " n=" + std::to_string(n) +
          (std::get<4>(key).empty() ? "" : " " + std::get<4>(key)) + "'";
 }
 

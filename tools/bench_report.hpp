@@ -25,17 +25,17 @@ struct PeerTime {
 };
 
 struct BenchRow {
-  std::string op;         // "reduce-scatter" or "all-reduce"
-  int64_t bs = 0, h = 0;  // x is (BS, H) on every rank
-  int n = 0;              // ranks
-  std::string transport;  // qcoll's: "shm", "mpi" or "threads"
-  std::string mode;       // "kg-int8", ..., "mx-e5m2"
+  std::string op;                   // "reduce-scatter" or "all-reduce"
+  int64_t bs = 0, h = 0;            // x is (BS, H) on every rank
+  int n = 0;                        // ranks
+  std::string transport;            // qcoll's: "shm", "mpi" or "threads"
+  std::string mode;                 // "kg-int8", ..., "mx-e5m2"
   std::string input = "quantized";  // kInputs
   // How qcoll ran: "operator" (the quantized operator on x quantized before timing) or
   // "fused" (QuantizeReduceScatter / QuantizeAllReduce on the float input, timed whole).
   std::string qcoll_path = "operator";
-  std::string out_dtype;  // qcoll's output dtype
-  std::string label;      // free text of the run (e.g. "shaped 1gbit"); may be empty
+  std::string out_dtype;       // qcoll's output dtype
+  std::string label;           // free text of the run (e.g. "shaped 1gbit"); may be empty
   double link_bits_per_s = 0;  // shaped runs: each rank's link rate (0: not shaped)
 
   // Medians over the timed repeats, seconds.

@@ -31,10 +31,9 @@ std::string expand_rank(const std::string& pattern, int rank) {
 void check_rank_pattern(const std::string& option, const std::string& pattern, int nranks) {
   if (pattern.empty()) throw CliError(ErrorKind::Argument, option + ": empty file name");
   if (nranks > 1 && pattern.find(kRankPlaceholder) == std::string::npos)
-    throw CliError(ErrorKind::Argument, option + " '" + pattern + "' has no {rank} placeholder; with " +
-                                            std::to_string(nranks) +
-                                            " ranks every rank needs its own file (for example " + option +
-                                            " data{rank}.npy)");
+    throw CliError(ErrorKind::Argument,
+                   option + " '" + pattern + "' has no {rank} placeholder; with " + std::to_string(nranks) +
+                       " ranks every rank needs its own file (for example " + option + " data{rank}.npy)");
 }
 
 DType parse_dtype_option(const std::string& option, const std::string& value, std::span<const DType> allowed,
@@ -45,8 +44,8 @@ DType parse_dtype_option(const std::string& option, const std::string& value, st
   if (!t) throw CliError(ErrorKind::Argument, option + ": unknown dtype '" + value + "' (expected " + expected + ")");
   for (DType a : allowed)
     if (a == *t) return *t;
-  throw CliError(ErrorKind::Argument, option + ": " + std::string(dtype_name(*t)) + " is not " + role + " (expected " +
-                                          expected + ")");
+  throw CliError(ErrorKind::Argument,
+                 option + ": " + std::string(dtype_name(*t)) + " is not " + role + " (expected " + expected + ")");
 }
 
 std::vector<std::string> split_list(const std::string& text, char sep) {
@@ -107,7 +106,8 @@ std::vector<Size> parse_sizes(const std::string& option, const std::string& text
       }
     }
     if (!ok) throw CliError(ErrorKind::Argument, option + ": '" + item + "' is not BSxH (for example 1024x5120)");
-    if (s.bs <= 0 || s.h <= 0) throw CliError(ErrorKind::Argument, option + ": '" + item + "': BS and H must be positive");
+    if (s.bs <= 0 || s.h <= 0)
+      throw CliError(ErrorKind::Argument, option + ": '" + item + "': BS and H must be positive");
     out.push_back(s);
   }
   if (out.empty()) throw CliError(ErrorKind::Argument, option + ": no size given (for example 1024x5120)");

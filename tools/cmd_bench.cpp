@@ -155,7 +155,8 @@ struct RankJob {
     sync.max(rank, v, 2);
     if (v[1] != 0) {
       if (st != 0) throw CliError(ErrorKind::Status, what + ": " + why, st);
-      throw CliError(ErrorKind::Status, what + ": failed on another rank", static_cast<int32_t>(StatusCode::RuntimeError));
+      throw CliError(ErrorKind::Status, what + ": failed on another rank",
+                     static_cast<int32_t>(StatusCode::RuntimeError));
     }
     return v[0];
   }
@@ -200,12 +201,19 @@ struct RankJob {
     for (std::size_t m = 0; m < plan.modes.size(); ++m) {
       const Mode& mode = *plan.modes[m];
       // The pre-quantized input (untimed; timed() makes every rank fail alike).
-      timed(rank, [&](std::string& w) { return status_of(quant::quantize(in.act.data(), in.rows, in.H, mode.x, mode.scales, in.q[m]), w); },
-            std::string("quantize ") + mode.name);
+      timed(
+          rank,
+          [&](std::string& w) {
+            return status_of(quant::quantize(in.act.data(), in.rows, in.H, mode.x, mode.scales, in.q[m]), w);
+          },
+          std::string("quantize ") + mode.name);
       for (Input from : {Input::Fp32, Input::Bf16}) {
         if (from == Input::Bf16 && in.act16.empty()) continue;
         in.quant_s[static_cast<int>(from)].push_back(timed(
-            rank, [&](std::string& w) { return status_of(quantize_into(mode, from, in, in.scratch_q.data(), in.scratch_s.data()), w); },
+            rank,
+            [&](std::string& w) {
+              return status_of(quantize_into(mode, from, in, in.scratch_q.data(), in.scratch_s.data()), w);
+            },
             std::string("quantize ") + mode.name + " from " + input_name(from)));
       }
     }
@@ -225,7 +233,7 @@ struct RankJob {
   struct OpBuffers {
     bool rs = false;
     std::size_t out_count = 0;
-    std::vector<float> ref;           // the first fp32 peer's result: the reference of the errors
+    std::vector<float> ref;  // the first fp32 peer's result: the reference of the errors
     const Peer* ref_peer = nullptr;
     std::vector<std::vector<uint8_t>> peer_out;
     std::vector<uint8_t> qout;
@@ -255,9 +263,10 @@ struct RankJob {
       b.calls[static_cast<int>(Input::Quantized)].emplace_back(
           op, TensorArg{mode.x, x_shape, const_cast<uint8_t*>(in.q[m].q.data())},
           TensorArg{mode.scales, s_shape, const_cast<void*>(in.q[m].scales_data())}, out);
-      b.calls[static_cast<int>(Input::Fp32)].emplace_back(op, TensorArg{DType::Float, x_shape, in.act.data()}, cfg, out);
-      b.calls[static_cast<int>(Input::Bf16)].emplace_back(op, TensorArg{DType::BFloat16, x_shape, in.act16.data()},
-                                                          cfg, out);
+      b.calls[static_cast<int>(Input::Fp32)].emplace_back(op, TensorArg{DType::Float, x_shape, in.act.data()}, cfg,
+                                                          out);
+      b.calls[static_cast<int>(Input::Bf16)].emplace_back(op, TensorArg{DType::BFloat16, x_shape, in.act16.data()}, cfg,
+                                                          out);
     }
     return b;
   }
@@ -271,13 +280,16 @@ struct RankJob {
       const double t = timed(
           rank,
           [&](std::string&) {
-            if (b.rs) peer.reduce_scatter(src, b.peer_out[p].data(), b.out_count);
-            else peer.all_reduce(src, b.peer_out[p].data(), b.out_count);
+            if (b.rs)
+              peer.reduce_scatter(src, b.peer_out[p].data(), b.out_count);
+            else
+              peer.all_reduce(src, b.peer_out[p].data(), b.out_count);
             return 0;
           },
           peer.name() + " peer");
       if (keep) tp[p].samples.push_back(t);
-      if (round == 0 && &peer == b.ref_peer) std::memcpy(b.ref.data(), b.peer_out[p].data(), b.out_count * sizeof(float));
+      if (round == 0 && &peer == b.ref_peer)
+        std::memcpy(b.ref.data(), b.peer_out[p].data(), b.out_count * sizeof(float));
     }
     if (round == 0 && b.ref_peer)
       for (std::size_t p = 0; p < peers.size(); ++p)
@@ -296,7 +308,8 @@ struct RankJob {
             rank, [&](std::string& why) { return qcoll_call(b.calls[static_cast<int>(input)][m], group, why); },
             std::string("qcoll ") + command_name(op) + " " + mode.name + " from " + input_name(input));
         if (keep) tq[i][m].samples.push_back(t);
-        if (round == 0 && b.ref_peer) tq[i][m].rel_err = rel_err(rank, plan.out_dtype, b.qout.data(), b.ref.data(), b.out_count);
+        if (round == 0 && b.ref_peer)
+          tq[i][m].rel_err = rel_err(rank, plan.out_dtype, b.qout.data(), b.ref.data(), b.out_count);
       }
     }
   }
@@ -316,8 +329,8 @@ struct RankJob {
           rows.push_back(make_row(n, sz, op, plan.inputs[i], m, in, tq[i][m], tp));
   }
 
-  BenchRow make_row(int n, const Size& sz, Op op, Input input, std::size_t m, const RankInputs& in,
-                    const Timings& tq, const std::vector<Timings>& tp) const {
+  BenchRow make_row(int n, const Size& sz, Op op, Input input, std::size_t m, const RankInputs& in, const Timings& tq,
+                    const std::vector<Timings>& tp) const {
     const bool rs = op == Op::ReduceScatter;
     const double count = static_cast<double>(in.act.size());
     BenchRow r;
@@ -352,8 +365,8 @@ struct RankJob {
     const double L = args.ranks_per_host, h = n / L;
     const double qbytes = static_cast<double>(in.q[m].q.size() + in.q[m].scales_bytes());
     const double block = count / n * static_cast<double>(dtype_size(plan.out_dtype));
-    r.wire_qcoll = rs ? L * (n - L) / n * qbytes
-                      : std::min(L * (n - L) / n * qbytes + L * (h - 1) * block, L * (h - 1) * qbytes);
+    r.wire_qcoll =
+        rs ? L * (n - L) / n * qbytes : std::min(L * (n - L) / n * qbytes + L * (h - 1) * block, L * (h - 1) * qbytes);
     const double peer_frac = (h - 1) / h * (rs ? 1 : 2);
     r.wire_fp32 = peer_frac * count * 4.0;
     r.wire_bf16 = peer_frac * count * 2.0;
@@ -423,7 +436,8 @@ BenchPlan make_plan(const BenchArgs& args) {
   }
   if (plan.inputs.empty()) throw CliError(ErrorKind::Argument, "--input: no input given (quantized, bf16, fp32)");
   if (!args.no_peers && args.peers != "none")
-    for (const std::string& item : split_list(args.peers)) plan.peer_families.push_back(parse_choice("--peers", item, kPeerFamilies));
+    for (const std::string& item : split_list(args.peers))
+      plan.peer_families.push_back(parse_choice("--peers", item, kPeerFamilies));
   plan.out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
   static constexpr const char* kTransports[] = {"auto", "mpi", "threads"};
   const std::string t = parse_choice("--transport", args.transport, kTransports);
@@ -522,7 +536,8 @@ int bench_command(const BenchArgs& args) {
 
 const CommandRegistrar reg([](CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
-      "bench", "Time the operators end to end against MPI and oneCCL peers (run under mpirun; or --ranks N for thread ranks)");
+      "bench",
+      "Time the operators end to end against MPI and oneCCL peers (run under mpirun; or --ranks N for thread ranks)");
   auto a = std::make_shared<BenchArgs>();
   sub->add_option("--sizes", a->sizes, "Comma-separated BSxH sizes of x on every rank")->capture_default_str();
   sub->add_option("--ops", a->ops, "Operators: reduce-scatter, all-reduce")->capture_default_str();
@@ -544,8 +559,10 @@ const CommandRegistrar reg([](CLI::App& app) {
                   "list, or none; one that cannot run is reported as unavailable")
       ->capture_default_str();
   sub->add_flag("--no-peers", a->no_peers, "Skip the peers (--peers none)");
-  sub->add_option("--ccl-peer", a->plugins.oneccl, "The oneCCL plugin (default: " + default_plugin_path("oneccl") + ")");
-  sub->add_option("--gloo-peer", a->plugins.gloo, "The torch gloo plugin (default: " + default_plugin_path("gloo") + ")");
+  sub->add_option("--ccl-peer", a->plugins.oneccl,
+                  "The oneCCL plugin (default: " + default_plugin_path("oneccl") + ")");
+  sub->add_option("--gloo-peer", a->plugins.gloo,
+                  "The torch gloo plugin (default: " + default_plugin_path("gloo") + ")");
   sub->add_option("--seed", a->seed, "Seed of the synthetic activations")->capture_default_str();
   sub->add_option("--label", a->label, "Free text stored with every row (e.g. 'shaped 1gbit')");
   sub->add_option("--link-gbit", a->link_gbit,

@@ -186,8 +186,9 @@ std::vector<double> shared_times_ms(Demo& d, const std::vector<std::vector<std::
   std::vector<std::vector<uint8_t>> spans(d.n, std::vector<uint8_t>(d.reps * 2 * sizeof(int64_t)));
   for (int r : d.runner->local_ranks())
     for (int rep = 0; rep < d.reps; ++rep) {
-      const int64_t ns[2] = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0[r][rep].time_since_epoch()).count(),
-                             std::chrono::duration_cast<std::chrono::nanoseconds>(t1[r][rep].time_since_epoch()).count()};
+      const int64_t ns[2] = {
+          std::chrono::duration_cast<std::chrono::nanoseconds>(t0[r][rep].time_since_epoch()).count(),
+          std::chrono::duration_cast<std::chrono::nanoseconds>(t1[r][rep].time_since_epoch()).count()};
       std::memcpy(spans[r].data() + rep * sizeof ns, ns, sizeof ns);
     }
   d.runner->share(spans);
@@ -341,11 +342,13 @@ void print_json(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) 
 
 void print_table(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) {
   std::printf("%s\n", title(d).c_str());
-  std::printf("data: Gaussian activations, per-token scale, %zu outlier channels at 10-100x; seed %llu (rank r uses seed+r)\n",
-              outlier_channels(d.spec).size(), static_cast<unsigned long long>(a.seed));
-  std::printf("errors vs the exact fp64 sum of the unquantized tensors; times: median of %d runs, all ranks (kernel %s, "
-              "quantizer %s, %d thread(s) per rank)\n\n",
-              a.reps, qcoll::kernel_target().c_str(), quant::quantize_target(), quantize_threads(d));
+  std::printf(
+      "data: Gaussian activations, per-token scale, %zu outlier channels at 10-100x; seed %llu (rank r uses seed+r)\n",
+      outlier_channels(d.spec).size(), static_cast<unsigned long long>(a.seed));
+  std::printf(
+      "errors vs the exact fp64 sum of the unquantized tensors; times: median of %d runs, all ranks (kernel %s, "
+      "quantizer %s, %d thread(s) per rank)\n\n",
+      a.reps, qcoll::kernel_target().c_str(), quant::quantize_target(), quantize_threads(d));
   std::printf("%-21s %-20s %13s %8s %9s %9s %9s %12s %12s\n", "mode", "x + scales", "sent/rank", "vs bf16", "quantize",
               "operator", "fused", "rel RMS err", "max abs err");
   std::printf("%-21s %-20s %13s %8s %9s %9s %9s %12s %12s\n", "", "", "(x+scales)", "", "(ms)", "(ms)", "(ms)", "",
@@ -360,11 +363,12 @@ void print_table(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows)
                 r.bytes_sent / 1048576.0, r.ratio, ms(r.quantize_ms).c_str(), ms(r.time_ms).c_str(),
                 ms(r.fused_ms).c_str(), r.err.rel_rms, r.err.max_abs_rel);
   }
-  std::printf("\nsent/rank: bytes each rank sends to the others, (n-1)/n of its input; a bf16 reduce-scatter sends\n"
-              "2 bytes per element. The baseline row is computed (bf16 arithmetic, ring order), not timed.\n"
-              "quantize: the public quantizer on each rank's fp32 input; operator: QuantReduceScatter on the result;\n"
-              "fused: QuantizeReduceScatter on the fp32 input (quantized chunk by chunk into the transport's buffers),\n"
-              "checked to give the operator's bits.\n");
+  std::printf(
+      "\nsent/rank: bytes each rank sends to the others, (n-1)/n of its input; a bf16 reduce-scatter sends\n"
+      "2 bytes per element. The baseline row is computed (bf16 arithmetic, ring order), not timed.\n"
+      "quantize: the public quantizer on each rank's fp32 input; operator: QuantReduceScatter on the result;\n"
+      "fused: QuantizeReduceScatter on the fp32 input (quantized chunk by chunk into the transport's buffers),\n"
+      "checked to give the operator's bits.\n");
 }
 
 int run_demo(const DemoArgs& a) {
@@ -381,7 +385,8 @@ int run_demo(const DemoArgs& a) {
 }
 
 const CommandRegistrar reg_demo([](CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("demo", "Quantized reduce-scatter on realistic activations: bytes, time and error per mode");
+  CLI::App* sub =
+      app.add_subcommand("demo", "Quantized reduce-scatter on realistic activations: bytes, time and error per mode");
   auto args = std::make_shared<DemoArgs>();
   sub->add_option("--ranks,-n", args->ranks, "Ranks (2, 4 or 8); under mpirun: the number of processes")
       ->capture_default_str()

@@ -1,11 +1,11 @@
 // `qcoll formats show DTYPE` and `qcoll formats encode DTYPE [--saturate] VALUE...`:
 // print the decode table of an 8-bit format, or encode values (contract.md §formats, §encoders).
 // See docs/formats.md.
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cctype>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,11 +73,9 @@ void run_encode(const std::string& dtype_arg, bool saturate, const std::vector<s
   const DType t = parse_dtype_or_fail(dtype_arg);
   const bool is16 = t == DType::Float16 || t == DType::BFloat16;
   if (!is_8bit_format(t) && !is16)
-    fail("encode: dtype '" + dtype_arg + "' has no encoder; expected one of " + kEightBitNames +
-         ", float16, bfloat16");
+    fail("encode: dtype '" + dtype_arg + "' has no encoder; expected one of " + kEightBitNames + ", float16, bfloat16");
   if (saturate && (is16 || t == DType::Float8E8M0))
-    fail("encode: --saturate applies to int8, hifloat8, float8_e4m3fn and float8_e5m2, not '" +
-         dtype_arg + "'");
+    fail("encode: --saturate applies to int8, hifloat8, float8_e4m3fn and float8_e5m2, not '" + dtype_arg + "'");
   if (tokens.empty()) fail("encode: no VALUE given");
   // Validate every value before printing anything.
   std::vector<float> values;
@@ -117,8 +115,7 @@ const CommandRegistrar reg([](CLI::App& app) {
 
   auto* show = formats->add_subcommand("show", "Print all 256 codes of an 8-bit format: '0xNN VALUE' per line");
   auto show_dtype = std::make_shared<std::string>();
-  show->add_option("DTYPE", *show_dtype, std::string("8-bit dtype: ") + kEightBitNames + " (or an alias)")
-      ->required();
+  show->add_option("DTYPE", *show_dtype, std::string("8-bit dtype: ") + kEightBitNames + " (or an alias)")->required();
   show->callback([show_dtype] { run_show(*show_dtype); });
 
   auto* encode = formats->add_subcommand(
@@ -140,9 +137,12 @@ const CommandRegistrar reg([](CLI::App& app) {
     bool sat = *saturate, values_only = false;
     std::vector<std::string> values;
     for (size_t i = 1; i < args.size(); ++i) {
-      if (!values_only && args[i] == "--") values_only = true;
-      else if (!values_only && args[i] == "--saturate") sat = true;
-      else values.push_back(args[i]);
+      if (!values_only && args[i] == "--")
+        values_only = true;
+      else if (!values_only && args[i] == "--saturate")
+        sat = true;
+      else
+        values.push_back(args[i]);
     }
     run_encode(args[0], sat, values);
   });

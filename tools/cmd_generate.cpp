@@ -49,9 +49,11 @@ int run_generate(const GenerateArgs& a) {
 }
 
 const CommandRegistrar reg_generate([](CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("generate", "Write synthetic activations (float32 .npy: Gaussian plus outlier channels), one file per rank");
+  CLI::App* sub = app.add_subcommand(
+      "generate", "Write synthetic activations (float32 .npy: Gaussian plus outlier channels), one file per rank");
   auto args = std::make_shared<GenerateArgs>();
-  sub->add_option("--ranks,-n", args->ranks, "Number of files (rank r uses the seed's stream r)")->capture_default_str();
+  sub->add_option("--ranks,-n", args->ranks, "Number of files (rank r uses the seed's stream r)")
+      ->capture_default_str();
   sub->add_option("--bs", args->bs, "Rows (tokens)")->capture_default_str();
   sub->add_option("--hidden", args->hidden, "Columns (hidden size H)")->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed")->capture_default_str();

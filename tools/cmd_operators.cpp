@@ -21,8 +21,8 @@
 #include "cli_args.hpp"
 #include "cli_error.hpp"
 #include "command.hpp"
-#include "npy.hpp"
 #include "modes.hpp"
+#include "npy.hpp"
 #include "operator_call.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
@@ -75,9 +75,12 @@ void check_file_type(const std::string& path, const npy::Array& a, DType t, cons
 
 npy::ElemType output_elem_type(DType out) {
   switch (out) {
-    case DType::Float: return npy::ElemType::Float32;
-    case DType::Float16: return npy::ElemType::Float16;
-    default: return npy::ElemType::UInt16;  // bfloat16 bit patterns
+    case DType::Float:
+      return npy::ElemType::Float32;
+    case DType::Float16:
+      return npy::ElemType::Float16;
+    default:
+      return npy::ElemType::UInt16;  // bfloat16 bit patterns
   }
 }
 
@@ -106,12 +109,15 @@ void report_failures(const std::vector<RankData>& ranks) {
 // The dtype a fused operator's .npy input holds: float32, float16, or uint16 (bfloat16 bits).
 DType input_dtype_of(const std::string& path, const npy::Array& a) {
   switch (a.type) {
-    case npy::ElemType::Float32: return DType::Float;
-    case npy::ElemType::Float16: return DType::Float16;
-    case npy::ElemType::UInt16: return DType::BFloat16;
+    case npy::ElemType::Float32:
+      return DType::Float;
+    case npy::ElemType::Float16:
+      return DType::Float16;
+    case npy::ElemType::UInt16:
+      return DType::BFloat16;
     default:
-      throw CliError(ErrorKind::File, path + ": input has element type " + std::string(npy::elem_name(a.type)) +
-                                          " ('" + npy::descr(a.type) +
+      throw CliError(ErrorKind::File, path + ": input has element type " + std::string(npy::elem_name(a.type)) + " ('" +
+                                          npy::descr(a.type) +
                                           "'); expected float32 ('<f4'), float16 ('<f2') or uint16 ('<u2', "
                                           "bfloat16 bits)");
   }
@@ -119,8 +125,10 @@ DType input_dtype_of(const std::string& path, const npy::Array& a) {
 
 // The fused operators' arguments: --in and --mode, none of the quantized inputs' options.
 const Mode& fused_mode(const OperatorArgs& args) {
-  for (const auto& [given, name] : {std::pair{!args.x_pattern.empty(), "--x"}, {!args.scales_pattern.empty(), "--scales"},
-                                    {args.x_dtype_given, "--x-dtype"}, {args.scales_dtype_given, "--scales-dtype"}})
+  for (const auto& [given, name] : {std::pair{!args.x_pattern.empty(), "--x"},
+                                    {!args.scales_pattern.empty(), "--scales"},
+                                    {args.x_dtype_given, "--x-dtype"},
+                                    {args.scales_dtype_given, "--scales-dtype"}})
     if (given)
       throw CliError(ErrorKind::Argument, std::string("--in: the fused operator quantizes the input itself, so ") +
                                               name + " cannot be given with it");
@@ -129,7 +137,8 @@ const Mode& fused_mode(const OperatorArgs& args) {
   if (m == nullptr)
     throw CliError(ErrorKind::Argument, "--mode: must be one of " + mode_names() + ", got '" + args.mode + "'");
   if (args.hif8_target != 0.0f && m->x != DType::HiFloat8)
-    throw CliError(ErrorKind::Argument, std::string("--hif8-target: applies to --mode kg-hif8 only, got --mode ") + m->name);
+    throw CliError(ErrorKind::Argument,
+                   std::string("--hif8-target: applies to --mode kg-hif8 only, got --mode ") + m->name);
   if (Status st = contract::check_hif8_target(args.hif8_target); !st.ok())
     throw CliError(ErrorKind::Argument, "--hif8-target" + st.message.substr(st.message.find(':')));
   return *m;
@@ -146,9 +155,9 @@ struct CallTypes {
 
 void check_quantized_inputs_given(const OperatorArgs& args) {
   if (!args.mode.empty()) throw CliError(ErrorKind::Argument, "--mode: needs --in (the fused operator's input)");
-  for (const auto& [missing, name] :
-       {std::pair{args.x_pattern.empty(), "--x"}, {args.scales_pattern.empty(), "--scales"},
-        {args.x_dtype.empty(), "--x-dtype"}})
+  for (const auto& [missing, name] : {std::pair{args.x_pattern.empty(), "--x"},
+                                      {args.scales_pattern.empty(), "--scales"},
+                                      {args.x_dtype.empty(), "--x-dtype"}})
     if (missing)
       throw CliError(ErrorKind::Argument, std::string(name) +
                                               ": required (or --in and --mode to quantize a float input in the "
@@ -215,8 +224,8 @@ RankData load_rank(Op op, const OperatorArgs& args, const CallTypes& t, int r, i
   return d;
 }
 
-void print_summary(Op op, const OperatorArgs& args, const CallTypes& t, const RankRunner& runner,
-                   const RankData& first, const std::vector<std::pair<std::string, npy::Array>>& outputs) {
+void print_summary(Op op, const OperatorArgs& args, const CallTypes& t, const RankRunner& runner, const RankData& first,
+                   const std::vector<std::pair<std::string, npy::Array>>& outputs) {
   if (args.quiet) return;
   const std::string out = std::string(dtype_name(t.out_dtype));
   if (t.fused) {

@@ -34,7 +34,8 @@ void require(const Status& st, const char* option) {
 }
 
 // One rank's float32 input as x and scales arrays; throws CliError naming `path`.
-std::pair<npy::Array, npy::Array> quantize_file(const std::string& path, DType x_dtype, DType s_dtype, float hif8_target) {
+std::pair<npy::Array, npy::Array> quantize_file(const std::string& path, DType x_dtype, DType s_dtype,
+                                                float hif8_target) {
   npy::Array in = load_npy(path);
   if (in.type != npy::ElemType::Float32)
     throw CliError(ErrorKind::File, path + ": element type " + std::string(npy::elem_name(in.type)) + " ('" +
@@ -87,19 +88,22 @@ int run_quantize(const QuantizeArgs& a) {
     files.emplace_back(expand_rank(a.scales_pattern, r), std::move(s));
   }
   write_npy_files(files);
-  std::printf("qcoll quantize: %d tensor(s) to %s with %s scales; wrote %s and %s%s\n", a.ranks, std::string(dtype_name(x_dtype)).c_str(),
-              std::string(dtype_name(s_dtype)).c_str(), files[0].first.c_str(), files[1].first.c_str(),
-              a.ranks > 1 ? " (and the other ranks')" : "");
+  std::printf("qcoll quantize: %d tensor(s) to %s with %s scales; wrote %s and %s%s\n", a.ranks,
+              std::string(dtype_name(x_dtype)).c_str(), std::string(dtype_name(s_dtype)).c_str(),
+              files[0].first.c_str(), files[1].first.c_str(), a.ranks > 1 ? " (and the other ranks')" : "");
   return 0;
 }
 
 const CommandRegistrar reg_quantize([](CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("quantize", "Quantize float32 .npy tensors into x and scales .npy files for the operators");
+  CLI::App* sub =
+      app.add_subcommand("quantize", "Quantize float32 .npy tensors into x and scales .npy files for the operators");
   auto args = std::make_shared<QuantizeArgs>();
   sub->add_option("--ranks,-n", args->ranks, "Number of ranks (files)")->capture_default_str();
-  sub->add_option("--in", args->in_pattern, "float32 input (BS, H) or (B, S, H); {rank} is replaced by the rank")->required();
+  sub->add_option("--in", args->in_pattern, "float32 input (BS, H) or (B, S, H); {rank} is replaced by the rank")
+      ->required();
   sub->add_option("--x-dtype", args->x_dtype, "int8, hifloat8, float8_e4m3fn (e4m3) or float8_e5m2 (e5m2)")->required();
-  sub->add_option("--scales-dtype", args->scales_dtype, "float (per-token-per-group 128) or float8_e8m0 (MX, group 32)")->capture_default_str();
+  sub->add_option("--scales-dtype", args->scales_dtype, "float (per-token-per-group 128) or float8_e8m0 (MX, group 32)")
+      ->capture_default_str();
   sub->add_option("--hif8-target", args->hif8_target, "HiF8 only: scale = amax / target (default: the library's)");
   sub->add_option("--x", args->x_pattern, "Output x file (int8 or uint8 .npy)")->required();
   sub->add_option("--scales", args->scales_pattern, "Output scales file (float32 or uint8 .npy)")->required();

@@ -66,15 +66,24 @@ std::vector<const Mode*> parse_mode_list(const std::string& option, const std::s
 
 const char* short_dtype_name(DType t) {
   switch (t) {
-    case DType::Int8: return "int8";
-    case DType::HiFloat8: return "hif8";
-    case DType::Float8E4M3FN: return "e4m3";
-    case DType::Float8E5M2: return "e5m2";
-    case DType::Float8E8M0: return "e8m0";
-    case DType::Float: return "fp32";
-    case DType::Float16: return "fp16";
-    case DType::BFloat16: return "bf16";
-    default: return "?";
+    case DType::Int8:
+      return "int8";
+    case DType::HiFloat8:
+      return "hif8";
+    case DType::Float8E4M3FN:
+      return "e4m3";
+    case DType::Float8E5M2:
+      return "e5m2";
+    case DType::Float8E8M0:
+      return "e8m0";
+    case DType::Float:
+      return "fp32";
+    case DType::Float16:
+      return "fp16";
+    case DType::BFloat16:
+      return "bf16";
+    default:
+      return "?";
   }
 }
 

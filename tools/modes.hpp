@@ -16,8 +16,8 @@
 namespace qcoll::cli {
 
 struct Mode {
-  const char* name;    // "kg-int8": the spelling the tools print
-  const char* label;   // "INT8 KG": for tables
+  const char* name;   // "kg-int8": the spelling the tools print
+  const char* label;  // "INT8 KG": for tables
   DType x;
   DType scales;  // Float (KG) or Float8E8M0 (MX)
 

@@ -191,8 +191,11 @@ ElemType parse_descr(const std::string& d, std::string_view name) {
       return code == "i1" ? ElemType::Int8 : ElemType::UInt8;
     }
     if (code == "f4" || code == "f2" || code == "u2") {
-      if (order == '>') fail(name, "big-endian dtype " + quoted(d) + " is not supported; store the array little-endian ('<" + std::string(code) + "')");
-      if (order != '<') fail(name, "dtype " + quoted(d) + " must state little-endian byte order ('<" + std::string(code) + "')");
+      if (order == '>')
+        fail(name, "big-endian dtype " + quoted(d) + " is not supported; store the array little-endian ('<" +
+                       std::string(code) + "')");
+      if (order != '<')
+        fail(name, "dtype " + quoted(d) + " must state little-endian byte order ('<" + std::string(code) + "')");
       return code == "f4" ? ElemType::Float32 : code == "f2" ? ElemType::Float16 : ElemType::UInt16;
     }
   }
@@ -209,33 +212,46 @@ uint32_t read_le(const uint8_t* p, int n) {
 
 std::size_t elem_size(ElemType t) {
   switch (t) {
-    case ElemType::Float32: return 4;
+    case ElemType::Float32:
+      return 4;
     case ElemType::Float16:
-    case ElemType::UInt16: return 2;
+    case ElemType::UInt16:
+      return 2;
     case ElemType::Int8:
-    case ElemType::UInt8: return 1;
+    case ElemType::UInt8:
+      return 1;
   }
   return 0;
 }
 
 const char* descr(ElemType t) {
   switch (t) {
-    case ElemType::Float32: return "<f4";
-    case ElemType::Float16: return "<f2";
-    case ElemType::UInt16: return "<u2";
-    case ElemType::Int8: return "|i1";
-    case ElemType::UInt8: return "|u1";
+    case ElemType::Float32:
+      return "<f4";
+    case ElemType::Float16:
+      return "<f2";
+    case ElemType::UInt16:
+      return "<u2";
+    case ElemType::Int8:
+      return "|i1";
+    case ElemType::UInt8:
+      return "|u1";
   }
   return "?";
 }
 
 const char* elem_name(ElemType t) {
   switch (t) {
-    case ElemType::Float32: return "float32";
-    case ElemType::Float16: return "float16";
-    case ElemType::UInt16: return "uint16";
-    case ElemType::Int8: return "int8";
-    case ElemType::UInt8: return "uint8";
+    case ElemType::Float32:
+      return "float32";
+    case ElemType::Float16:
+      return "float16";
+    case ElemType::UInt16:
+      return "uint16";
+    case ElemType::Int8:
+      return "int8";
+    case ElemType::UInt8:
+      return "uint8";
   }
   return "?";
 }
@@ -253,18 +269,22 @@ namespace {
 std::string_view header_text(const uint8_t* buf, std::size_t len, std::string_view name, std::size_t* prefix) {
   if (buf == nullptr && len != 0) fail(name, "no data");
   if (len < 10) fail(name, "too short to be a .npy file (" + std::to_string(len) + " bytes)");
-  if (std::memcmp(buf, kMagic, sizeof kMagic) != 0) fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
+  if (std::memcmp(buf, kMagic, sizeof kMagic) != 0)
+    fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
   const int major = buf[6], minor = buf[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
-    fail(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+    fail(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                   " (supported: 1.0, 2.0, 3.0)");
   *prefix = major == 1 ? 10 : 12;
   if (len < *prefix) fail(name, "truncated .npy header (" + std::to_string(len) + " bytes)");
   const std::size_t header_len = read_le(buf + 8, major == 1 ? 2 : 4);
   if (header_len == 0) fail(name, "the .npy header length is 0");
   if (header_len > kMaxHeaderLen)
-    fail(name, "the .npy header length " + std::to_string(header_len) + " exceeds the limit of " + std::to_string(kMaxHeaderLen) + " bytes");
+    fail(name, "the .npy header length " + std::to_string(header_len) + " exceeds the limit of " +
+                   std::to_string(kMaxHeaderLen) + " bytes");
   if (header_len > len - *prefix)
-    fail(name, "truncated .npy header: it claims " + std::to_string(header_len) + " bytes, the file has " + std::to_string(len - *prefix) + " after the prefix");
+    fail(name, "truncated .npy header: it claims " + std::to_string(header_len) + " bytes, the file has " +
+                   std::to_string(len - *prefix) + " after the prefix");
   std::string_view text(reinterpret_cast<const char*>(buf + *prefix), header_len);
   if (text.back() != '\n') fail(name, "bad .npy header: it must end with a newline");
   return text;
@@ -278,10 +298,11 @@ void check_data_size(const Array& a, std::size_t have, std::string_view name) {
       fail(name, "shape " + shape_text(a.shape) + " is too large (its size overflows 64 bits)");
   }
   if (bytes > have)
-    fail(name, "truncated data: shape " + shape_text(a.shape) + " of " + descr(a.type) + " needs " + std::to_string(bytes) +
-                   " bytes, the file has " + std::to_string(have));
+    fail(name, "truncated data: shape " + shape_text(a.shape) + " of " + descr(a.type) + " needs " +
+                   std::to_string(bytes) + " bytes, the file has " + std::to_string(have));
   if (bytes < have)
-    fail(name, std::to_string(have - bytes) + " unexpected bytes after the data of shape " + shape_text(a.shape) + " of " + descr(a.type));
+    fail(name, std::to_string(have - bytes) + " unexpected bytes after the data of shape " + shape_text(a.shape) +
+                   " of " + descr(a.type));
 }
 
 }  // namespace
@@ -292,7 +313,10 @@ Array parse(const uint8_t* buf, std::size_t len, std::string_view name) {
   Header h = DictParser(text, name).parse();
   Array a;
   a.type = parse_descr(*h.descr, name);
-  if (*h.fortran_order) fail(name, "fortran_order True (column-major) arrays are not supported; save a C-ordered array (numpy.ascontiguousarray)");
+  if (*h.fortran_order)
+    fail(
+        name,
+        "fortran_order True (column-major) arrays are not supported; save a C-ordered array (numpy.ascontiguousarray)");
   a.shape = *h.shape;
   const std::size_t data_at = prefix + text.size();
   check_data_size(a, len - data_at, name);
@@ -326,7 +350,8 @@ std::vector<uint8_t> serialize(const Array& a) {
   if (bytes != a.data.size())
     throw NpyError("npy: shape " + shape_text(a.shape) + " of " + descr(a.type) + " needs " + std::to_string(bytes) +
                    " bytes of data, got " + std::to_string(a.data.size()));
-  std::string dict = "{'descr': '" + std::string(descr(a.type)) + "', 'fortran_order': False, 'shape': " + shape_text(a.shape) + ", }";
+  std::string dict =
+      "{'descr': '" + std::string(descr(a.type)) + "', 'fortran_order': False, 'shape': " + shape_text(a.shape) + ", }";
   // Pad with spaces and end with '\n' so that prefix + header is a multiple of 64.
   std::size_t prefix = 10;
   std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;

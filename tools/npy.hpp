@@ -33,7 +33,7 @@ struct Array {
   std::vector<int64_t> shape;  // empty: a scalar (one element)
   std::vector<uint8_t> data;   // little-endian elements, C order
 
-  std::size_t count() const;   // product of shape (1 for a scalar)
+  std::size_t count() const;  // product of shape (1 for a scalar)
 };
 
 class NpyError : public std::runtime_error {

@@ -16,8 +16,8 @@ struct TensorDeleter {
 using TensorPtr = std::unique_ptr<qcollTensor, TensorDeleter>;
 
 TensorPtr make_tensor(const TensorArg& t) {
-  return TensorPtr(qcollCreateContiguousTensor(t.shape.data(), t.shape.size(),
-                                               static_cast<qcollDataType>(t.dtype), t.data));
+  return TensorPtr(
+      qcollCreateContiguousTensor(t.shape.data(), t.shape.size(), static_cast<qcollDataType>(t.dtype), t.data));
 }
 
 CallResult failed(int32_t status) { return {status, qcollGetRecentErrMsg()}; }
@@ -76,10 +76,18 @@ CallResult PreparedCall::run(const std::string& group) {
   if (workspace_.size() < ws) workspace_.resize(ws);
   void* w = workspace_.data();
   switch (op_) {
-    case Op::ReduceScatter: st = qcollQuantReduceScatter(w, ws, exec, nullptr); break;
-    case Op::AllReduce: st = qcollQuantAllReduce(w, ws, exec, nullptr); break;
-    case Op::QuantizeReduceScatter: st = qcollQuantizeReduceScatter(w, ws, exec, nullptr); break;
-    case Op::QuantizeAllReduce: st = qcollQuantizeAllReduce(w, ws, exec, nullptr); break;
+    case Op::ReduceScatter:
+      st = qcollQuantReduceScatter(w, ws, exec, nullptr);
+      break;
+    case Op::AllReduce:
+      st = qcollQuantAllReduce(w, ws, exec, nullptr);
+      break;
+    case Op::QuantizeReduceScatter:
+      st = qcollQuantizeReduceScatter(w, ws, exec, nullptr);
+      break;
+    case Op::QuantizeAllReduce:
+      st = qcollQuantizeAllReduce(w, ws, exec, nullptr);
+      break;
   }
   if (st != QCOLL_SUCCESS) return failed(st);
   return {};

@@ -55,7 +55,7 @@ class PreparedCall {
   Op op_;
   std::unique_ptr<Tensors> t_;
   QuantConfig config_;  // fused operators
-  CallResult made_;  // the failure of making the tensors, if any
+  CallResult made_;     // the failure of making the tensors, if any
   std::vector<uint8_t> workspace_;
 };
 

@@ -22,8 +22,10 @@ class ThreadRunner final : public RankRunner {
     qcollStatus st = qcollThreadGroupCreate(name_.c_str(), nranks, &group_);
     if (st != QCOLL_SUCCESS) {
       group_ = nullptr;
-      throw CliError(ErrorKind::Status, std::string("creating a group of ") + std::to_string(nranks) +
-                                            " thread ranks: " + qcollGetRecentErrMsg(), st);
+      throw CliError(
+          ErrorKind::Status,
+          std::string("creating a group of ") + std::to_string(nranks) + " thread ranks: " + qcollGetRecentErrMsg(),
+          st);
     }
   }
   ~ThreadRunner() override {

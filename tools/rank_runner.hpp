@@ -18,9 +18,9 @@ using RankFn = std::function<void(int rank, int size, const std::string& group)>
 class RankRunner {
  public:
   virtual ~RankRunner() = default;
-  virtual int size() const = 0;                    // ranks in the communicator
+  virtual int size() const = 0;                      // ranks in the communicator
   virtual std::vector<int> local_ranks() const = 0;  // the ranks this process runs, ascending
-  virtual const char* transport() const = 0;        // "threads", or under mpirun "shm" / "mpi"
+  virtual const char* transport() const = 0;         // "threads", or under mpirun "shm" / "mpi"
   // Runs fn for every local rank concurrently and returns when all have returned.
   // May be called repeatedly. Throws CliError if a rank cannot be set up.
   virtual void run(const RankFn& fn) = 0;
@@ -52,7 +52,6 @@ std::unique_ptr<RankRunner> make_thread_runner(int nranks);
 // (omitted); otherwise requested_ranks threads (omitted: default_ranks; neither: argument
 // error). Throws CliError on a mismatch, without MPI in this build, or when the communicator
 // cannot be made.
-std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::string& group_name,
-                                             int default_ranks = 0);
+std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::string& group_name, int default_ranks = 0);
 
 }  // namespace qcoll::cli

@@ -40,15 +40,15 @@ class SessionRunner final : public RankRunner {
 std::unique_ptr<RankRunner> make_rank_runner(int requested_ranks, const std::string& group_name, int default_ranks) {
   // One process alone (mpirun -np 1) runs its ranks as threads, as without mpirun.
   if (launched_by_mpi() && launcher_world_size() != 1) {
-    if (!mpi_available())
-      throw CliError(ErrorKind::Argument, std::string("started by mpirun, but ") + kNoMpi);
+    if (!mpi_available()) throw CliError(ErrorKind::Argument, std::string("started by mpirun, but ") + kNoMpi);
     auto session = std::make_unique<MpiSession>();
     auto runner = make_mpi_runner(group_name);
     if (requested_ranks > 0 && requested_ranks != runner->size()) {
       const std::string n = std::to_string(runner->size());
       throw CliError(ErrorKind::Argument, "--ranks " + std::to_string(requested_ranks) + " does not match the " + n +
                                               " processes started by mpirun (one rank per process); omit --ranks or "
-                                              "pass --ranks " + n);
+                                              "pass --ranks " +
+                                              n);
     }
     return std::make_unique<SessionRunner>(std::move(session), std::move(runner));
   }

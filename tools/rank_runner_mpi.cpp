@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "cli_error.hpp"
-#include "qcoll/status.hpp"
 #include "qcoll/qcoll.h"
+#include "qcoll/status.hpp"
 
 #ifdef QCOLL_HAVE_MPI
 #include <mpi.h>
@@ -113,13 +113,9 @@ std::unique_ptr<RankRunner> make_mpi_runner(const std::string& group_name) {
 #else  // no MPI in this build
 
 bool mpi_available() { return false; }
-MpiSession::MpiSession() {
-  throw CliError(ErrorKind::Argument, kNoMpi);
-}
+MpiSession::MpiSession() { throw CliError(ErrorKind::Argument, kNoMpi); }
 MpiSession::~MpiSession() = default;
-std::unique_ptr<RankRunner> make_mpi_runner(const std::string&) {
-  throw CliError(ErrorKind::Argument, kNoMpi);
-}
+std::unique_ptr<RankRunner> make_mpi_runner(const std::string&) { throw CliError(ErrorKind::Argument, kNoMpi); }
 
 #endif
 

@@ -57,8 +57,8 @@ int init(int rank, int size, const void* address, size_t len) {
     if (!g_kvs) {
       ccl::init();
       ccl::kvs::address_type addr{};
-      if (len != addr.size()) return fail("the KVS address has " + std::to_string(len) + " bytes, expected " +
-                                          std::to_string(addr.size()));
+      if (len != addr.size())
+        return fail("the KVS address has " + std::to_string(len) + " bytes, expected " + std::to_string(addr.size()));
       std::memcpy(addr.data(), address, len);
       g_kvs = ccl::create_kvs(addr);
     }

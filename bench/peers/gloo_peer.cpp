@@ -18,9 +18,9 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/version.h>
 
 #include "plugin_support.hpp"
 

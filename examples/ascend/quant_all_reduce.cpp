@@ -42,7 +42,8 @@ static int LaunchOneThread(Args& args) {
   ret = CreateAclTensor(outHost, outShape, &outDevice, ACL_FLOAT, &output);
   CHECK_RET(ret == ACL_SUCCESS, return ret);
 
-  ret = RunOp("aclnnQuantAllReduce", aclnnQuantAllReduceGetWorkspaceSize, aclnnQuantAllReduce, x, scales, output, hcomName, args.stream);
+  ret = RunOp("aclnnQuantAllReduce", aclnnQuantAllReduceGetWorkspaceSize, aclnnQuantAllReduce, x, scales, output,
+              hcomName, args.stream);
   CHECK_RET(ret == ACL_SUCCESS, return ret);
 
   const size_t outBytes = outHost.size() * sizeof(float);
@@ -55,7 +56,8 @@ static int LaunchOneThread(Args& args) {
       if (std::memcmp(&outHost[row * H + h], &want, sizeof want) != 0) ++wrong;
     }
   LOG_PRINT("device %d: output (%lld, %lld, %lld) fp32, %lld elements differ from the reference\n", args.rankId,
-            static_cast<long long>(B), static_cast<long long>(S), static_cast<long long>(H), static_cast<long long>(wrong));
+            static_cast<long long>(B), static_cast<long long>(S), static_cast<long long>(H),
+            static_cast<long long>(wrong));
 
   aclDestroyTensor(x);
   aclDestroyTensor(scales);

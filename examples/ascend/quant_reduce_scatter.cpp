@@ -13,7 +13,6 @@
 #include "sample_acl.h"
 #include "sample_data.h"
 
-
 static int LaunchOneThread(Args& args) {
   int ret = aclrtSetCurrentContext(args.context);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSetCurrentContext failed. ERROR: %d\n", ret); return ret);
@@ -42,7 +41,8 @@ static int LaunchOneThread(Args& args) {
   ret = CreateAclTensor(outHost, outShape, &outDevice, ACL_BF16, &output);
   CHECK_RET(ret == ACL_SUCCESS, return ret);
 
-  ret = RunOp("aclnnQuantReduceScatter", aclnnQuantReduceScatterGetWorkspaceSize, aclnnQuantReduceScatter, x, scales, output, hcomName, args.stream);
+  ret = RunOp("aclnnQuantReduceScatter", aclnnQuantReduceScatterGetWorkspaceSize, aclnnQuantReduceScatter, x, scales,
+              output, hcomName, args.stream);
   CHECK_RET(ret == ACL_SUCCESS, return ret);
 
   const size_t outBytes = outHost.size() * sizeof(uint16_t);

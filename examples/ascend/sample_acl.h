@@ -16,11 +16,10 @@
     }                                \
   } while (0)
 
-#define LOG_PRINT(message, ...) \
-  do {                          \
+#define LOG_PRINT(message, ...)     \
+  do {                              \
     printf(message, ##__VA_ARGS__); \
   } while (0)
-
 
 inline int64_t GetShapeSize(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -62,8 +61,8 @@ inline int RunOp(const char* name, Prepare prepare, Launch launch, aclTensor* x,
   ret = launch(workspaceAddr, workspaceSize, executor, stream);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("%s failed. ERROR: %d %s\n", name, ret, aclGetRecentErrMsg()); return ret);
   ret = aclrtSynchronizeStreamWithTimeout(stream, 20000);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStreamWithTimeout failed. ERROR: %d %s\n", ret,
-                                          aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("aclrtSynchronizeStreamWithTimeout failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return ret);
   if (workspaceSize > 0) aclrtFree(workspaceAddr);
   return ACL_SUCCESS;
@@ -98,7 +97,8 @@ inline int RunThreadPerDevice(int ndev, const char* name, int (*launch)(Args&)) 
   }
   std::vector<HcclComm> comms(ndev);
   ret = HcclCommInitAll(ndev, devices.data(), comms.data());
-  CHECK_RET(ret == HCCL_SUCCESS, LOG_PRINT("HcclCommInitAll failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg()); return ret);
+  CHECK_RET(ret == HCCL_SUCCESS, LOG_PRINT("HcclCommInitAll failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+            return ret);
 
   std::vector<Args> args(ndev);
   std::vector<int> results(ndev, -1);

@@ -11,15 +11,21 @@
 namespace sample {
 
 // KG: INT8 x with one fp32 scale per 128 elements of a row.
-inline int8_t kg_x(int rank, int64_t row, int64_t h) { return static_cast<int8_t>((row * 7 + h * 3 + rank * 11) % 255 - 127); }
-inline float kg_scale(int rank, int64_t row, int64_t g) { return std::ldexp(1.0f + ((row + g + rank) % 13) / 16.0f, -8); }
+inline int8_t kg_x(int rank, int64_t row, int64_t h) {
+  return static_cast<int8_t>((row * 7 + h * 3 + rank * 11) % 255 - 127);
+}
+inline float kg_scale(int rank, int64_t row, int64_t g) {
+  return std::ldexp(1.0f + ((row + g + rank) % 13) / 16.0f, -8);
+}
 
 // MX: FLOAT8_E4M3FN x (never the NaN codes 0x7F / 0xFF) with one E8M0 scale per 32 elements.
 inline uint8_t mx_x(int rank, int64_t row, int64_t h) {
   const uint8_t b = static_cast<uint8_t>((row * 5 + h * 9 + rank * 17) % 256);
   return (b & 0x7F) == 0x7F ? 0x7E : b;
 }
-inline uint8_t mx_scale(int rank, int64_t row, int64_t g) { return static_cast<uint8_t>(120 + (row + 3 * g + rank) % 15); }
+inline uint8_t mx_scale(int rank, int64_t row, int64_t g) {
+  return static_cast<uint8_t>(120 + (row + 3 * g + rank) % 15);
+}
 
 inline float decode_e4m3(uint8_t b) {
   const int e = (b >> 3) & 15, m = b & 7;

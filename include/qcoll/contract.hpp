@@ -59,7 +59,7 @@ struct QuantMode {
   const char* name;        // "kg-int8", ..., "mx-e5m2"
   const char* short_name;  // a KG mode's format alone ("int8", ...); nullptr for MX
   DType x;
-  DType scales;            // Float (KG) or Float8E8M0 (MX)
+  DType scales;  // Float (KG) or Float8E8M0 (MX)
 };
 inline constexpr QuantMode kQuantModes[] = {
     {"kg-int8", "int8", DType::Int8, DType::Float},
@@ -79,9 +79,9 @@ std::string quant_mode_short_names();
 
 // ---- Scale groups and the scales layout (contract.md §modes) ----
 
-inline constexpr std::size_t kKgGroup = 128;  // elements per fp32 scale
-inline constexpr std::size_t kMxGroup = 32;   // elements per E8M0 scale
-inline constexpr std::size_t kMxScalePair = 2;  // MX scales: (..., H/64, 2)
+inline constexpr std::size_t kKgGroup = 128;                          // elements per fp32 scale
+inline constexpr std::size_t kMxGroup = 32;                           // elements per E8M0 scale
+inline constexpr std::size_t kMxScalePair = 2;                        // MX scales: (..., H/64, 2)
 inline constexpr std::size_t kMxHMultiple = kMxGroup * kMxScalePair;  // 64
 
 // Elements per scale: 128 (Float), 32 (Float8E8M0), 0 for any other dtype.
@@ -134,10 +134,10 @@ Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float 
 enum class Op : int32_t { ReduceScatter = 1, AllReduce = 2, QuantizeReduceScatter = 3, QuantizeAllReduce = 4 };
 // "QuantReduceScatter", "QuantAllReduce", "QuantizeReduceScatter", "QuantizeAllReduce".
 const char* op_name(Op op);
-bool is_fused(Op op);                 // QuantizeReduceScatter or QuantizeAllReduce
-bool is_all_reduce(Op op);            // AllReduce or QuantizeAllReduce
-Op quantized_op(Op op);               // the quantized operator a fused one ends in (RS / AR)
-Op fused_op(Op op);                   // the fused twin of a quantized operator
+bool is_fused(Op op);       // QuantizeReduceScatter or QuantizeAllReduce
+bool is_all_reduce(Op op);  // AllReduce or QuantizeAllReduce
+Op quantized_op(Op op);     // the quantized operator a fused one ends in (RS / AR)
+Op fused_op(Op op);         // the fused twin of a quantized operator
 
 inline constexpr int kRankCounts[] = {2, 4, 8};
 // Group (communicator) names: non-empty, at most 127 characters (shorter than 128).
@@ -182,8 +182,8 @@ float effective_hif8_target(DType x_dtype, DType scales_dtype, float hif8_target
 // ---- The window rule (contract.md §window; HCCL_BUFFSIZE is read by qcoll/settings.hpp) ----
 
 inline constexpr std::size_t kMiB = std::size_t{1} << 20;
-inline constexpr std::size_t kWindowSlots = 2;                  // double-buffered
-inline constexpr std::size_t kWindowSlotReserveBytes = kMiB;    // the vendor's "+ 1 MB"
+inline constexpr std::size_t kWindowSlots = 2;                // double-buffered
+inline constexpr std::size_t kWindowSlotReserveBytes = kMiB;  // the vendor's "+ 1 MB"
 
 // Bytes of one slot available to chunk data: window/2 - 1 MB (0 when the window is <= 2 MB).
 std::size_t window_slot_bytes(std::size_t window_bytes);

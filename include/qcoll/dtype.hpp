@@ -9,10 +9,10 @@ namespace qcoll {
 
 // Numeric values match qcollDataType in qcoll.h (those of ACL where ACL has them).
 enum class DType : int32_t {
-  Float = 0,        // fp32
-  Float16 = 1,      // IEEE binary16
+  Float = 0,    // fp32
+  Float16 = 1,  // IEEE binary16
   Int8 = 2,
-  UInt8 = 4,        // raw bytes (not an operator dtype; used by tools)
+  UInt8 = 4,  // raw bytes (not an operator dtype; used by tools)
   BFloat16 = 27,
   HiFloat8 = 34,
   Float8E5M2 = 35,

@@ -58,13 +58,12 @@ typedef void *qcollStream;
 /* Like aclCreateTensor: view shape, dtype, strides (elements), offset (elements), format,
  * storage shape, data pointer. The tensor does not own the data. Returns NULL on bad
  * arguments (message in qcollGetRecentErrMsg). At most 8 dimensions. */
-qcollTensor *qcollCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
-                               qcollDataType dataType, const int64_t *stride, int64_t offset,
-                               qcollFormat format, const int64_t *storageDims,
+qcollTensor *qcollCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, qcollDataType dataType,
+                               const int64_t *stride, int64_t offset, qcollFormat format, const int64_t *storageDims,
                                uint64_t storageDimsNum, void *tensorData);
 /* Convenience: contiguous ND tensor of the given shape. */
-qcollTensor *qcollCreateContiguousTensor(const int64_t *dims, uint64_t dimsNum,
-                                         qcollDataType dataType, void *tensorData);
+qcollTensor *qcollCreateContiguousTensor(const int64_t *dims, uint64_t dimsNum, qcollDataType dataType,
+                                         void *tensorData);
 qcollStatus qcollDestroyTensor(const qcollTensor *tensor);
 
 /* ---- Communicators -------------------------------------------------------------------
@@ -170,10 +169,10 @@ qcollStatus qcollStreamDestroy(qcollStream stream);
  */
 typedef struct {
   void *ctx;
-  qcollStatus (*allGather)(void *ctx, const void *send, void *recv, uint64_t bytes, int64_t timeoutMs,
-                           char *err, uint64_t errBytes);
-  qcollStatus (*allToAll)(void *ctx, const void *send, void *recv, uint64_t bytes, int64_t timeoutMs,
-                          char *err, uint64_t errBytes);
+  qcollStatus (*allGather)(void *ctx, const void *send, void *recv, uint64_t bytes, int64_t timeoutMs, char *err,
+                           uint64_t errBytes);
+  qcollStatus (*allToAll)(void *ctx, const void *send, void *recv, uint64_t bytes, int64_t timeoutMs, char *err,
+                          uint64_t errBytes);
   void (*release)(void *ctx); /* called once when the communicator is gone; may be NULL */
 } qcollCollectives;
 
@@ -181,23 +180,20 @@ typedef struct {
  * accept it as their `group`). Local: nothing is sent. The functions are copied; on failure
  * `release` is not called. Destroyed by qcollCommDestroy (which calls `release` once no
  * operator uses the communicator any more); qcollCommRank/Size/Name apply. */
-qcollStatus qcollCommInitExternal(const char *name, int32_t nranks, int32_t rank,
-                                  const qcollCollectives *collectives, qcollComm **comm);
+qcollStatus qcollCommInitExternal(const char *name, int32_t nranks, int32_t rank, const qcollCollectives *collectives,
+                                  qcollComm **comm);
 
 /* ---- Operators (contract.md §api) ----------------------------------------------------- */
-qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales,
-                                                    const char *group, const char *reduceOp,
-                                                    qcollTensor *output, uint64_t *workspaceSize,
+qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales, const char *group,
+                                                    const char *reduceOp, qcollTensor *output, uint64_t *workspaceSize,
                                                     qcollOpExecutor **executor);
-qcollStatus qcollQuantReduceScatter(void *workspace, uint64_t workspaceSize,
-                                    qcollOpExecutor *executor, qcollStream stream);
+qcollStatus qcollQuantReduceScatter(void *workspace, uint64_t workspaceSize, qcollOpExecutor *executor,
+                                    qcollStream stream);
 
-qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales,
-                                                const char *group, const char *reduceOp,
-                                                qcollTensor *output, uint64_t *workspaceSize,
+qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor *x, const qcollTensor *scales, const char *group,
+                                                const char *reduceOp, qcollTensor *output, uint64_t *workspaceSize,
                                                 qcollOpExecutor **executor);
-qcollStatus qcollQuantAllReduce(void *workspace, uint64_t workspaceSize,
-                                qcollOpExecutor *executor, qcollStream stream);
+qcollStatus qcollQuantAllReduce(void *workspace, uint64_t workspaceSize, qcollOpExecutor *executor, qcollStream stream);
 
 /* ---- Fused operators (contract.md §fused) ------------------------------------------------
  * Quantize a float tensor and reduce in one call: the rows each rank sends are quantized
@@ -212,21 +208,17 @@ typedef struct {
   float hif8Target;          /* HiF8 KG target (scale = amax / target); 0 = the default */
 } qcollQuantConfig;
 
-qcollStatus qcollQuantizeReduceScatterGetWorkspaceSize(const qcollTensor *input,
-                                                       const qcollQuantConfig *config,
-                                                       const char *group, const char *reduceOp,
-                                                       qcollTensor *output, uint64_t *workspaceSize,
-                                                       qcollOpExecutor **executor);
-qcollStatus qcollQuantizeReduceScatter(void *workspace, uint64_t workspaceSize,
-                                       qcollOpExecutor *executor, qcollStream stream);
+qcollStatus qcollQuantizeReduceScatterGetWorkspaceSize(const qcollTensor *input, const qcollQuantConfig *config,
+                                                       const char *group, const char *reduceOp, qcollTensor *output,
+                                                       uint64_t *workspaceSize, qcollOpExecutor **executor);
+qcollStatus qcollQuantizeReduceScatter(void *workspace, uint64_t workspaceSize, qcollOpExecutor *executor,
+                                       qcollStream stream);
 
-qcollStatus qcollQuantizeAllReduceGetWorkspaceSize(const qcollTensor *input,
-                                                   const qcollQuantConfig *config, const char *group,
-                                                   const char *reduceOp, qcollTensor *output,
-                                                   uint64_t *workspaceSize,
-                                                   qcollOpExecutor **executor);
-qcollStatus qcollQuantizeAllReduce(void *workspace, uint64_t workspaceSize,
-                                   qcollOpExecutor *executor, qcollStream stream);
+qcollStatus qcollQuantizeAllReduceGetWorkspaceSize(const qcollTensor *input, const qcollQuantConfig *config,
+                                                   const char *group, const char *reduceOp, qcollTensor *output,
+                                                   uint64_t *workspaceSize, qcollOpExecutor **executor);
+qcollStatus qcollQuantizeAllReduce(void *workspace, uint64_t workspaceSize, qcollOpExecutor *executor,
+                                   qcollStream stream);
 
 /* Releases an executor that will not be run. Its call still takes part in the group's
  * agreement, as a rank whose checks failed does: the peers' calls fail at once with

@@ -201,17 +201,15 @@ class Stream {
 // `group` names a communicator registered for the calling thread or process.
 void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
                           const TensorView& out, const std::string& reduce_op = "sum");
-void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
-                      const TensorView& out, const std::string& reduce_op = "sum");
-Status try_quant_reduce_scatter(const TensorView& x, const TensorView& scales,
-                                const std::string& group, const TensorView& out,
-                                const std::string& reduce_op = "sum") noexcept;
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group, const TensorView& out,
+                      const std::string& reduce_op = "sum");
+Status try_quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
+                                const TensorView& out, const std::string& reduce_op = "sum") noexcept;
 Status try_quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
                             const TensorView& out, const std::string& reduce_op = "sum") noexcept;
 
-inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales,
-                                 const ThreadGroup& group, const TensorView& out,
-                                 const std::string& reduce_op = "sum") {
+inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
+                                 const TensorView& out, const std::string& reduce_op = "sum") {
   quant_reduce_scatter(x, scales, group.name(), out, reduce_op);
 }
 inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
@@ -223,8 +221,8 @@ inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, 
                                  const TensorView& out, const std::string& reduce_op = "sum") {
   quant_reduce_scatter(x, scales, group.name(), out, reduce_op);
 }
-inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const Comm& group,
-                             const TensorView& out, const std::string& reduce_op = "sum") {
+inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const Comm& group, const TensorView& out,
+                             const std::string& reduce_op = "sum") {
   quant_all_reduce(x, scales, group.name(), out, reduce_op);
 }
 
@@ -232,14 +230,14 @@ inline void quant_all_reduce(const TensorView& x, const TensorView& scales, cons
 // stream.synchronize()).
 void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
                           const TensorView& out, Stream& stream, const std::string& reduce_op = "sum");
-void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
-                      const TensorView& out, Stream& stream, const std::string& reduce_op = "sum");
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group, const TensorView& out,
+                      Stream& stream, const std::string& reduce_op = "sum");
 inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const Comm& group,
                                  const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
   quant_reduce_scatter(x, scales, group.name(), out, stream, reduce_op);
 }
-inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const Comm& group,
-                             const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+inline void quant_all_reduce(const TensorView& x, const TensorView& scales, const Comm& group, const TensorView& out,
+                             Stream& stream, const std::string& reduce_op = "sum") {
   quant_all_reduce(x, scales, group.name(), out, stream, reduce_op);
 }
 inline void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const ThreadGroup& group,
@@ -256,7 +254,7 @@ inline void quant_all_reduce(const TensorView& x, const TensorView& scales, cons
 // names, exchange and reduce, in one collective call. Same bits as quant::quantize* of
 // `input` followed by quant_reduce_scatter / quant_all_reduce.
 struct QuantConfig {
-  DType x_dtype = DType::Int8;       // Int8, HiFloat8, Float8E4M3FN, Float8E5M2
+  DType x_dtype = DType::Int8;        // Int8, HiFloat8, Float8E4M3FN, Float8E5M2
   DType scales_dtype = DType::Float;  // Float (KG, group 128) or Float8E8M0 (MX, group 32)
   float hif8_target = 0.0f;           // KG HiFloat8 only; 0 = the default
 };
@@ -264,9 +262,8 @@ void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config,
                              const TensorView& out, const std::string& reduce_op = "sum");
 void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
                          const TensorView& out, const std::string& reduce_op = "sum");
-Status try_quantize_reduce_scatter(const TensorView& input, const QuantConfig& config,
-                                   const std::string& group, const TensorView& out,
-                                   const std::string& reduce_op = "sum") noexcept;
+Status try_quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
+                                   const TensorView& out, const std::string& reduce_op = "sum") noexcept;
 Status try_quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
                                const TensorView& out, const std::string& reduce_op = "sum") noexcept;
 // On a stream (as quant_reduce_scatter on a stream).
@@ -277,27 +274,27 @@ void quantize_all_reduce(const TensorView& input, const QuantConfig& config, con
 
 // The same with a group object (ThreadGroup, Comm) instead of its name.
 template <class Group>
-  requires requires(const Group& g) { g.name(); }
+requires requires(const Group& g) { g.name(); }
 void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const Group& group,
                              const TensorView& out, const std::string& reduce_op = "sum") {
   quantize_reduce_scatter(input, config, group.name(), out, reduce_op);
 }
 template <class Group>
-  requires requires(const Group& g) { g.name(); }
-void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const Group& group,
-                         const TensorView& out, const std::string& reduce_op = "sum") {
+requires requires(const Group& g) { g.name(); }
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const Group& group, const TensorView& out,
+                         const std::string& reduce_op = "sum") {
   quantize_all_reduce(input, config, group.name(), out, reduce_op);
 }
 template <class Group>
-  requires requires(const Group& g) { g.name(); }
+requires requires(const Group& g) { g.name(); }
 void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const Group& group,
                              const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
   quantize_reduce_scatter(input, config, group.name(), out, stream, reduce_op);
 }
 template <class Group>
-  requires requires(const Group& g) { g.name(); }
-void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const Group& group,
-                         const TensorView& out, Stream& stream, const std::string& reduce_op = "sum") {
+requires requires(const Group& g) { g.name(); }
+void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const Group& group, const TensorView& out,
+                         Stream& stream, const std::string& reduce_op = "sum") {
   quantize_all_reduce(input, config, group.name(), out, stream, reduce_op);
 }
 

@@ -43,29 +43,29 @@ using MxOptions = QuantOptions;
 // x_dtype: Int8, HiFloat8, Float8E4M3FN, Float8E5M2. Writes rows*H bytes to q and
 // rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype, H, target or
 // null pointer (check_quantize_args says why). rows == 0 writes nothing and returns true.
-bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                 float* scales, const KgOptions& opt = {});
-bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, float* scales, const KgOptions& opt = {});
-bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, float* scales, const KgOptions& opt = {});
+bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
+                 const KgOptions& opt = {});
+bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
+                      const KgOptions& opt = {});
+bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
+                      const KgOptions& opt = {});
 
 // OCP MX (group 32) quantization: x_dtype Float8E4M3FN or Float8E5M2, E8M0 scales,
 // rows*H/32 scale bytes in the (rows, H/64, 2) layout (H % 64 == 0, H > 0).
-bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                 uint8_t* scales, const MxOptions& opt = {});
-bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, uint8_t* scales, const MxOptions& opt = {});
-bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, uint8_t* scales, const MxOptions& opt = {});
+bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
+                 const MxOptions& opt = {});
+bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
+                      const MxOptions& opt = {});
+bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
+                      const MxOptions& opt = {});
 
 // The path the quantizers take: "scalar" (QCOLL_KERNEL=scalar) or the SIMD target's name.
 const char* quantize_target();
 
 // Dequantize (decode * scale, one fp32 multiply) rows*H values; scales fp32 (group 128)
 // or E8M0 bytes (group 32) by scales_dtype.
-bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H,
-                DType x_dtype, DType scales_dtype, float* out);
+bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H, DType x_dtype,
+                DType scales_dtype, float* out);
 
 // ---- checked C++ convenience layer ----
 
@@ -76,9 +76,8 @@ std::size_t scale_group_size(DType scales_dtype);
 // a message naming the parameter, the value seen and the rule), or Ok. `x`, `q`, `scales`
 // are only checked for null. hif8_target is only checked for the KG HiFloat8 combination;
 // threads must be 0 (auto) or in [1, kMaxQuantThreads].
-Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType x_dtype,
-                           DType scales_dtype, const void* q, const void* scales,
-                           float hif8_target = 0.0f, int threads = 0);
+Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                           const void* q, const void* scales, float hif8_target = 0.0f, int threads = 0);
 
 // A quantized (rows, H) tensor: the operator's x and scales inputs.
 struct QuantizedTensor {
@@ -96,12 +95,12 @@ struct QuantizedTensor {
 
 // Quantizes a (rows, H) fp32 / bf16 / fp16 tensor in the mode given by scales_dtype (Float:
 // KG, Float8E8M0: MX). On error `out` is left unchanged.
-Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
-                DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
-Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
-Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt = {});
+Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                QuantizedTensor& out, const KgOptions& opt = {});
+Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                     QuantizedTensor& out, const KgOptions& opt = {});
+Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                     QuantizedTensor& out, const KgOptions& opt = {});
 // rows*H fp32 values decode(q) * scale.
 std::vector<float> dequantize(const QuantizedTensor& t);
 

@@ -108,7 +108,7 @@ AllReduce all_reduce();  // the environment's value, or auto (warning if bad)
 inline constexpr const char* kShmTagName = "QCOLL_SHM_TAG";
 inline constexpr std::size_t kMaxShmTagChars = 16;
 std::optional<std::string> parse_shm_tag(const char* text);  // "" = no tag
-std::string shm_tag();  // the environment's value, or "" (warning if bad)
+std::string shm_tag();                                       // the environment's value, or "" (warning if bad)
 
 // ---- QCOLL_CONTRACT: the contract a call keeps (contract.md §settings, §ext) ----
 // vendor (today's contract: the vendor's rules, bit for bit and refusal for refusal) or

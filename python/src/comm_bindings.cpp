@@ -118,20 +118,22 @@ void Stream::destroy() {
 }
 
 void bind_comm(nb::module_& m) {
-  m.def("unique_id",
-        [] {
-          qcollUniqueId id;
-          throw_if_failed(qcollGetUniqueId(&id));
-          return id_bytes(id);
-        },
-        "The bytes of a fresh unique id (qcollGetUniqueId); this process serves its rendezvous.");
-  m.def("unique_id_from_hex",
-        [](const std::string& hex) {
-          qcollUniqueId id;
-          throw_if_failed(qcollUniqueIdFromHex(hex.c_str(), &id));
-          return id_bytes(id);
-        },
-        nb::arg("hex"), "The bytes of the id written as 256 hex digits (checked).");
+  m.def(
+      "unique_id",
+      [] {
+        qcollUniqueId id;
+        throw_if_failed(qcollGetUniqueId(&id));
+        return id_bytes(id);
+      },
+      "The bytes of a fresh unique id (qcollGetUniqueId); this process serves its rendezvous.");
+  m.def(
+      "unique_id_from_hex",
+      [](const std::string& hex) {
+        qcollUniqueId id;
+        throw_if_failed(qcollUniqueIdFromHex(hex.c_str(), &id));
+        return id_bytes(id);
+      },
+      nb::arg("hex"), "The bytes of the id written as 256 hex digits (checked).");
   m.attr("unique_id_bytes") = static_cast<int>(QCOLL_UNIQUE_ID_BYTES);
 
   nb::class_<Comm>(m, "Comm")

@@ -34,8 +34,8 @@ void write_error(char* err, uint64_t err_bytes, const std::string& msg) {
   err[n] = '\0';
 }
 
-qcollStatus call_py(const nb::object& fn, const void* send, uint64_t send_bytes, void* recv,
-                    uint64_t recv_bytes, int64_t timeout_ms, char* err, uint64_t err_bytes) {
+qcollStatus call_py(const nb::object& fn, const void* send, uint64_t send_bytes, void* recv, uint64_t recv_bytes,
+                    int64_t timeout_ms, char* err, uint64_t err_bytes) {
   nb::gil_scoped_acquire gil;
   try {
     const std::size_t sshape[1] = {static_cast<std::size_t>(send_bytes)};
@@ -61,15 +61,15 @@ qcollStatus call_py(const nb::object& fn, const void* send, uint64_t send_bytes,
   return QCOLL_RUNTIME_ERROR;
 }
 
-qcollStatus all_gather(void* ctx, const void* send, void* recv, uint64_t bytes, int64_t timeout_ms,
-                       char* err, uint64_t err_bytes) {
+qcollStatus all_gather(void* ctx, const void* send, void* recv, uint64_t bytes, int64_t timeout_ms, char* err,
+                       uint64_t err_bytes) {
   auto* f = static_cast<PyFns*>(ctx);
   return call_py(f->all_gather, send, bytes, recv, bytes * static_cast<uint64_t>(f->nranks), timeout_ms, err,
                  err_bytes);
 }
 
-qcollStatus all_to_all(void* ctx, const void* send, void* recv, uint64_t bytes, int64_t timeout_ms,
-                       char* err, uint64_t err_bytes) {
+qcollStatus all_to_all(void* ctx, const void* send, void* recv, uint64_t bytes, int64_t timeout_ms, char* err,
+                       uint64_t err_bytes) {
   auto* f = static_cast<PyFns*>(ctx);
   const uint64_t total = bytes * static_cast<uint64_t>(f->nranks);
   return call_py(f->all_to_all, send, total, recv, total, timeout_ms, err, err_bytes);
@@ -120,8 +120,8 @@ class ExternalComm {
 
 void bind_external(nb::module_& m) {
   nb::class_<ExternalComm>(m, "ExternalComm")
-      .def(nb::init<const std::string&, int32_t, int32_t, nb::object, nb::object>(), nb::arg("name"),
-           nb::arg("nranks"), nb::arg("rank"), nb::arg("all_gather").none(), nb::arg("all_to_all").none())
+      .def(nb::init<const std::string&, int32_t, int32_t, nb::object, nb::object>(), nb::arg("name"), nb::arg("nranks"),
+           nb::arg("rank"), nb::arg("all_gather").none(), nb::arg("all_to_all").none())
       .def("destroy", &ExternalComm::destroy)
       .def_prop_ro("name", &ExternalComm::name)
       .def_prop_ro("alive", &ExternalComm::alive);

@@ -26,16 +26,14 @@ DType checked_dtype(int32_t id) {
 
 void check_sizes(std::size_t in, std::size_t out) {
   if (in != out)
-    throw_param_invalid("out: size must equal the input size " + std::to_string(in) + ", got " +
-                        std::to_string(out));
+    throw_param_invalid("out: size must equal the input size " + std::to_string(in) + ", got " + std::to_string(out));
 }
 
 std::string name_of(DType t) { return std::string(dtype_name(t)); }
 
 void decode8(In1D<uint8_t> codes, int32_t dtype, Out1D<float> out) {
   const DType t = checked_dtype(dtype);
-  if (!is_8bit_format(t))
-    throw_param_invalid("dtype: decode of bytes needs an 8-bit format, got " + name_of(t));
+  if (!is_8bit_format(t)) throw_param_invalid("dtype: decode of bytes needs an 8-bit format, got " + name_of(t));
   check_sizes(codes.size(), out.size());
   const float* table = f::decode_table(t);
   const uint8_t* in = codes.data();
@@ -62,8 +60,7 @@ void decode16(In1D<uint16_t> codes, int32_t dtype, Out1D<float> out) {
 
 void encode8(In1D<float> values, int32_t dtype, bool saturating, Out1D<uint8_t> out) {
   const DType t = checked_dtype(dtype);
-  if (!is_8bit_format(t))
-    throw_param_invalid("dtype: encode to bytes needs an 8-bit format, got " + name_of(t));
+  if (!is_8bit_format(t)) throw_param_invalid("dtype: encode to bytes needs an 8-bit format, got " + name_of(t));
   if (saturating && t == DType::Float8E8M0)
     throw_param_invalid("saturating: float8_e8m0 has no saturating mode, got saturating=True");
   check_sizes(values.size(), out.size());
@@ -99,22 +96,25 @@ void encode16(In1D<float> values, int32_t dtype, Out1D<uint16_t> out) {
 }  // namespace
 
 void bind_formats(nb::module_& m) {
-  m.def("decode8", &decode8, nb::arg("codes").noconvert(), nb::arg("dtype"),
-        nb::arg("out").noconvert(), "Decodes bytes of an 8-bit format into float32 (out).");
-  m.def("decode16", &decode16, nb::arg("codes").noconvert(), nb::arg("dtype"),
-        nb::arg("out").noconvert(), "Decodes float16/bfloat16 bit patterns into float32 (out).");
-  m.def("encode8", &encode8, nb::arg("values").noconvert(), nb::arg("dtype"),
-        nb::arg("saturating"), nb::arg("out").noconvert(),
-        "Encodes float32 values into bytes of an 8-bit format (out).");
-  m.def("encode16", &encode16, nb::arg("values").noconvert(), nb::arg("dtype"),
-        nb::arg("out").noconvert(), "Encodes float32 values as float16/bfloat16 bit patterns (out).");
-  m.def("dtype_name", [](int32_t id) { return std::string(dtype_name(static_cast<DType>(id))); },
-        nb::arg("dtype"));
-  m.def("parse_dtype", [](const std::string& s) -> int32_t {
+  m.def("decode8", &decode8, nb::arg("codes").noconvert(), nb::arg("dtype"), nb::arg("out").noconvert(),
+        "Decodes bytes of an 8-bit format into float32 (out).");
+  m.def("decode16", &decode16, nb::arg("codes").noconvert(), nb::arg("dtype"), nb::arg("out").noconvert(),
+        "Decodes float16/bfloat16 bit patterns into float32 (out).");
+  m.def("encode8", &encode8, nb::arg("values").noconvert(), nb::arg("dtype"), nb::arg("saturating"),
+        nb::arg("out").noconvert(), "Encodes float32 values into bytes of an 8-bit format (out).");
+  m.def("encode16", &encode16, nb::arg("values").noconvert(), nb::arg("dtype"), nb::arg("out").noconvert(),
+        "Encodes float32 values as float16/bfloat16 bit patterns (out).");
+  m.def(
+      "dtype_name", [](int32_t id) { return std::string(dtype_name(static_cast<DType>(id))); }, nb::arg("dtype"));
+  m.def(
+      "parse_dtype",
+      [](const std::string& s) -> int32_t {
         auto t = parse_dtype(s);
         return t ? static_cast<int32_t>(*t) : -1;
-      }, nb::arg("name"), "dtype value of a SPEC name or alias, -1 if unknown.");
-  m.def("max_finite", [](int32_t id) { return f::max_finite(checked_dtype(id)); }, nb::arg("dtype"));
+      },
+      nb::arg("name"), "dtype value of a SPEC name or alias, -1 if unknown.");
+  m.def(
+      "max_finite", [](int32_t id) { return f::max_finite(checked_dtype(id)); }, nb::arg("dtype"));
 }
 
 }  // namespace qcoll::python

@@ -4,8 +4,8 @@
 // threads of this process, and they must all be inside the collective at once.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
-#include <nanobind/stl/string.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
 #include <memory>
@@ -86,22 +86,21 @@ void describe(const std::optional<AnyArray>& a, int32_t dtype, const char* param
     throw_param_invalid(std::string(param) + ": unknown dtype value " + std::to_string(dtype));
   const std::size_t want = dtype_size(static_cast<DType>(dtype));
   if (a->itemsize() != want)
-    throw_param_invalid(std::string(param) + ": element size must be " + std::to_string(want) +
-                        " bytes for " + std::string(dtype_name(static_cast<DType>(dtype))) + ", got " +
-                        std::to_string(a->itemsize()));
+    throw_param_invalid(std::string(param) + ": element size must be " + std::to_string(want) + " bytes for " +
+                        std::string(dtype_name(static_cast<DType>(dtype))) + ", got " + std::to_string(a->itemsize()));
   const std::size_t nd = a->ndim();
   std::vector<int64_t> dims(nd), strides(nd);
   for (std::size_t i = 0; i < nd; ++i) {
     dims[i] = static_cast<int64_t>(a->shape(i));
     strides[i] = a->stride(i);
   }
-  h.t = qcollCreateTensor(dims.data(), nd, static_cast<qcollDataType>(dtype), strides.data(), 0,
-                          QCOLL_FORMAT_ND, dims.data(), nd, const_cast<void*>(a->data()));
+  h.t = qcollCreateTensor(dims.data(), nd, static_cast<qcollDataType>(dtype), strides.data(), 0, QCOLL_FORMAT_ND,
+                          dims.data(), nd, const_cast<void*>(a->data()));
   if (!h.t) throw_param_invalid(std::string(param) + ": " + qcollGetRecentErrMsg());
 }
 
-using PhaseOne = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*,
-                                 qcollTensor*, uint64_t*, qcollOpExecutor**);
+using PhaseOne = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*, qcollTensor*,
+                                 uint64_t*, qcollOpExecutor**);
 using PhaseTwo = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
 
 // Both phases with the GIL released: phase_one(&workspace size, &executor), then phase two
@@ -134,32 +133,33 @@ void run_phases(const PhaseOneCall& phase_one, PhaseTwo two, const char* group, 
   if (out_of_memory) throw std::bad_alloc();
   throw_if_failed(status);
   if (stream) {
-    nb::capsule owner(workspace.release(),
-                      [](void* p) noexcept { give_back_workspace(std::unique_ptr<Workspace>(static_cast<Workspace*>(p))); });
+    nb::capsule owner(workspace.release(), [](void* p) noexcept {
+      give_back_workspace(std::unique_ptr<Workspace>(static_cast<Workspace*>(p)));
+    });
     stream->keep(nb::make_tuple(keep, owner));
   }
 }
 
 void run_operator(PhaseOne one, PhaseTwo two, const std::optional<AnyArray>& x, int32_t x_dtype,
-                  const std::optional<AnyArray>& scales, int32_t scales_dtype,
-                  const std::optional<std::string>& group, const std::optional<std::string>& reduce_op,
-                  const std::optional<AnyArray>& out, int32_t out_dtype, Stream* stream, nb::object keep) {
+                  const std::optional<AnyArray>& scales, int32_t scales_dtype, const std::optional<std::string>& group,
+                  const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out, int32_t out_dtype,
+                  Stream* stream, nb::object keep) {
   TensorHandle tx, ts, to;
   describe(x, x_dtype, "x", tx);
   describe(scales, scales_dtype, "scales", ts);
   describe(out, out_dtype, "output", to);
   const char* g = group ? group->c_str() : nullptr;
   const char* op = reduce_op ? reduce_op->c_str() : nullptr;
-  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(tx.t, ts.t, g, op, to.t, ws, e); }, two, g,
-             stream, std::move(keep));
+  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(tx.t, ts.t, g, op, to.t, ws, e); }, two, g, stream,
+             std::move(keep));
 }
 
 // The fused operators: the float input and the quantization config instead of x and scales.
 using FusedPhaseOne = qcollStatus (*)(const qcollTensor*, const qcollQuantConfig*, const char*, const char*,
                                       qcollTensor*, uint64_t*, qcollOpExecutor**);
 
-void run_fused(FusedPhaseOne one, PhaseTwo two, const std::optional<AnyArray>& input, int32_t in_dtype,
-               int32_t x_dtype, int32_t scales_dtype, float hif8_target, const std::optional<std::string>& group,
+void run_fused(FusedPhaseOne one, PhaseTwo two, const std::optional<AnyArray>& input, int32_t in_dtype, int32_t x_dtype,
+               int32_t scales_dtype, float hif8_target, const std::optional<std::string>& group,
                const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out, int32_t out_dtype,
                Stream* stream, nb::object keep) {
   TensorHandle ti, to;
@@ -169,8 +169,8 @@ void run_fused(FusedPhaseOne one, PhaseTwo two, const std::optional<AnyArray>& i
                              hif8_target};
   const char* g = group ? group->c_str() : nullptr;
   const char* op = reduce_op ? reduce_op->c_str() : nullptr;
-  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(ti.t, &cfg, g, op, to.t, ws, e); }, two, g,
-             stream, std::move(keep));
+  run_phases([&](uint64_t* ws, qcollOpExecutor** e) { return one(ti.t, &cfg, g, op, to.t, ws, e); }, two, g, stream,
+             std::move(keep));
 }
 
 // A fused operator's call made the way a C program makes it (tools/operator_call.hpp's
@@ -181,7 +181,8 @@ class CPreparedFused {
   CPreparedFused(const std::string& which, nb::object input_obj, const AnyArray& input, int32_t in_dtype,
                  int32_t x_dtype, int32_t scales_dtype, const std::string& group, nb::object out_obj,
                  const AnyArray& out, int32_t out_dtype)
-      : keep_(nb::make_tuple(input_obj, out_obj)), group_(group),
+      : keep_(nb::make_tuple(input_obj, out_obj)),
+        group_(group),
         cfg_{static_cast<qcollDataType>(x_dtype), static_cast<qcollDataType>(scales_dtype), 0.0f} {
     if (which == "rs") {
       one_ = &qcollQuantizeReduceScatterGetWorkspaceSize;
@@ -232,14 +233,14 @@ void bind_ops(nb::module_& m) {
       .def_prop_ro("name", &ThreadGroup::name)
       .def_prop_ro("alive", &ThreadGroup::alive);
 
-  m.def("resolve_group",
-        [](const std::string& name) -> std::optional<std::tuple<int, int, std::string>> {
-          auto info = qcoll::group_info(name);
-          if (!info) return std::nullopt;
-          return std::make_tuple(info->rank, info->size, info->transport);
-        },
-        nb::arg("name"),
-        "(rank, size, transport) of the communicator `name` as seen by the calling thread, or None.");
+  m.def(
+      "resolve_group",
+      [](const std::string& name) -> std::optional<std::tuple<int, int, std::string>> {
+        auto info = qcoll::group_info(name);
+        if (!info) return std::nullopt;
+        return std::make_tuple(info->rank, info->size, info->transport);
+      },
+      nb::arg("name"), "(rank, size, transport) of the communicator `name` as seen by the calling thread, or None.");
   nb::class_<CPreparedFused>(m, "CPreparedFused")
       .def(nb::init<const std::string&, nb::object, const AnyArray&, int32_t, int32_t, int32_t, const std::string&,
                     nb::object, const AnyArray&, int32_t>(),
@@ -254,35 +255,36 @@ void bind_ops(nb::module_& m) {
         "holds no pool of its own).");
 
   auto def_op = [&](const char* name, PhaseOne one, PhaseTwo two) {
-    m.def(name,
-          [one, two](const std::optional<AnyArray>& x, int32_t x_dtype, const std::optional<AnyArray>& scales,
-                     int32_t scales_dtype, const std::optional<std::string>& group,
-                     const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out,
-                     int32_t out_dtype, Stream* stream, nb::object keep) {
-            run_operator(one, two, x, x_dtype, scales, scales_dtype, group, reduce_op, out, out_dtype, stream,
-                         std::move(keep));
-          },
-          nb::arg("x").noconvert().none(), nb::arg("x_dtype"), nb::arg("scales").noconvert().none(),
-          nb::arg("scales_dtype"), nb::arg("group").none(), nb::arg("reduce_op").none(),
-          nb::arg("out").noconvert().none(), nb::arg("out_dtype"), nb::arg("stream").none() = nb::none(),
-          nb::arg("keep").none() = nb::none());
+    m.def(
+        name,
+        [one, two](const std::optional<AnyArray>& x, int32_t x_dtype, const std::optional<AnyArray>& scales,
+                   int32_t scales_dtype, const std::optional<std::string>& group,
+                   const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out, int32_t out_dtype,
+                   Stream* stream, nb::object keep) {
+          run_operator(one, two, x, x_dtype, scales, scales_dtype, group, reduce_op, out, out_dtype, stream,
+                       std::move(keep));
+        },
+        nb::arg("x").noconvert().none(), nb::arg("x_dtype"), nb::arg("scales").noconvert().none(),
+        nb::arg("scales_dtype"), nb::arg("group").none(), nb::arg("reduce_op").none(),
+        nb::arg("out").noconvert().none(), nb::arg("out_dtype"), nb::arg("stream").none() = nb::none(),
+        nb::arg("keep").none() = nb::none());
   };
   def_op("quant_reduce_scatter", &qcollQuantReduceScatterGetWorkspaceSize, &qcollQuantReduceScatter);
   def_op("quant_all_reduce", &qcollQuantAllReduceGetWorkspaceSize, &qcollQuantAllReduce);
 
   auto def_fused = [&](const char* name, FusedPhaseOne one, PhaseTwo two) {
-    m.def(name,
-          [one, two](const std::optional<AnyArray>& input, int32_t in_dtype, int32_t x_dtype, int32_t scales_dtype,
-                     float hif8_target, const std::optional<std::string>& group,
-                     const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out,
-                     int32_t out_dtype, Stream* stream, nb::object keep) {
-            run_fused(one, two, input, in_dtype, x_dtype, scales_dtype, hif8_target, group, reduce_op, out,
-                      out_dtype, stream, std::move(keep));
-          },
-          nb::arg("input").noconvert().none(), nb::arg("in_dtype"), nb::arg("x_dtype"), nb::arg("scales_dtype"),
-          nb::arg("hif8_target"), nb::arg("group").none(), nb::arg("reduce_op").none(),
-          nb::arg("out").noconvert().none(), nb::arg("out_dtype"), nb::arg("stream").none() = nb::none(),
-          nb::arg("keep").none() = nb::none());
+    m.def(
+        name,
+        [one, two](const std::optional<AnyArray>& input, int32_t in_dtype, int32_t x_dtype, int32_t scales_dtype,
+                   float hif8_target, const std::optional<std::string>& group,
+                   const std::optional<std::string>& reduce_op, const std::optional<AnyArray>& out, int32_t out_dtype,
+                   Stream* stream, nb::object keep) {
+          run_fused(one, two, input, in_dtype, x_dtype, scales_dtype, hif8_target, group, reduce_op, out, out_dtype,
+                    stream, std::move(keep));
+        },
+        nb::arg("input").noconvert().none(), nb::arg("in_dtype"), nb::arg("x_dtype"), nb::arg("scales_dtype"),
+        nb::arg("hif8_target"), nb::arg("group").none(), nb::arg("reduce_op").none(), nb::arg("out").noconvert().none(),
+        nb::arg("out_dtype"), nb::arg("stream").none() = nb::none(), nb::arg("keep").none() = nb::none());
   };
   def_fused("quantize_reduce_scatter", &qcollQuantizeReduceScatterGetWorkspaceSize, &qcollQuantizeReduceScatter);
   def_fused("quantize_all_reduce", &qcollQuantizeAllReduceGetWorkspaceSize, &qcollQuantizeAllReduce);

@@ -22,8 +22,7 @@ using OutAny = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 std::string str(std::size_t v) { return std::to_string(v); }
 
 void check_size(const char* param, std::size_t got, std::size_t want) {
-  if (got != want)
-    throw_param_invalid(std::string(param) + ": must hold " + str(want) + " elements, got " + str(got));
+  if (got != want) throw_param_invalid(std::string(param) + ": must hold " + str(want) + " elements, got " + str(got));
 }
 
 // The contract's rule of a quantize / dequantize call, then the buffers' sizes.
@@ -46,7 +45,9 @@ void run_kg(In2D<T> x, int32_t x_dtype, OutAny<uint8_t> q, OutAny<float> scales,
     nb::gil_scoped_release unlocked;
     ok = fn(x.data(), rows, H, t, q.data(), scales.data(), opt);
   }
-  if (!ok) throw StatusError(static_cast<int32_t>(StatusCode::InnerError), "quantize_kg: the quantizer refused checked arguments");
+  if (!ok)
+    throw StatusError(static_cast<int32_t>(StatusCode::InnerError),
+                      "quantize_kg: the quantizer refused checked arguments");
 }
 
 template <typename T, typename Fn>
@@ -59,11 +60,13 @@ void run_mx(In2D<T> x, int32_t x_dtype, OutAny<uint8_t> q, OutAny<uint8_t> scale
     nb::gil_scoped_release unlocked;
     ok = fn(x.data(), rows, H, t, q.data(), scales.data());
   }
-  if (!ok) throw StatusError(static_cast<int32_t>(StatusCode::InnerError), "quantize_mx: the quantizer refused checked arguments");
+  if (!ok)
+    throw StatusError(static_cast<int32_t>(StatusCode::InnerError),
+                      "quantize_mx: the quantizer refused checked arguments");
 }
 
-void dequantize(InAny<uint8_t> q, nb::ndarray<nb::c_contig, nb::device::cpu> scales, std::size_t rows,
-                std::size_t H, int32_t x_dtype, int32_t scales_dtype, OutAny<float> out) {
+void dequantize(InAny<uint8_t> q, nb::ndarray<nb::c_contig, nb::device::cpu> scales, std::size_t rows, std::size_t H,
+                int32_t x_dtype, int32_t scales_dtype, OutAny<float> out) {
   const auto xt = static_cast<DType>(x_dtype);
   const auto st = static_cast<DType>(scales_dtype);
   check_call(xt, st, rows, H, 0.0f, "x", q.size(), scales.size());
@@ -82,43 +85,48 @@ void dequantize(InAny<uint8_t> q, nb::ndarray<nb::c_contig, nb::device::cpu> sca
 }  // namespace
 
 void bind_quant(nb::module_& m) {
-  m.def("quantize_kg_f32",
-        [](In2D<float> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
-          run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg(a...); });
-        },
-        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(),
-        nb::arg("scales").noconvert(), nb::arg("hif8_target"));
-  m.def("quantize_kg_bf16",
-        [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
-          run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg_bf16(a...); });
-        },
-        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(),
-        nb::arg("scales").noconvert(), nb::arg("hif8_target"));
-  m.def("quantize_kg_fp16",
-        [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
-          run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg_fp16(a...); });
-        },
-        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(),
-        nb::arg("scales").noconvert(), nb::arg("hif8_target"));
-  m.def("quantize_mx_f32",
-        [](In2D<float> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
-          run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx(a...); });
-        },
-        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
-  m.def("quantize_mx_bf16",
-        [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
-          run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx_bf16(a...); });
-        },
-        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
-  m.def("quantize_mx_fp16",
-        [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
-          run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx_fp16(a...); });
-        },
-        nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
+  m.def(
+      "quantize_kg_f32",
+      [](In2D<float> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
+        run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg(a...); });
+      },
+      nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert(),
+      nb::arg("hif8_target"));
+  m.def(
+      "quantize_kg_bf16",
+      [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
+        run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg_bf16(a...); });
+      },
+      nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert(),
+      nb::arg("hif8_target"));
+  m.def(
+      "quantize_kg_fp16",
+      [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<float> s, float target) {
+        run_kg(x, t, q, s, target, [](auto... a) { return quant::quantize_kg_fp16(a...); });
+      },
+      nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert(),
+      nb::arg("hif8_target"));
+  m.def(
+      "quantize_mx_f32",
+      [](In2D<float> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
+        run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx(a...); });
+      },
+      nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
+  m.def(
+      "quantize_mx_bf16",
+      [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
+        run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx_bf16(a...); });
+      },
+      nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
+  m.def(
+      "quantize_mx_fp16",
+      [](In2D<uint16_t> x, int32_t t, OutAny<uint8_t> q, OutAny<uint8_t> s) {
+        run_mx(x, t, q, s, [](auto... a) { return quant::quantize_mx_fp16(a...); });
+      },
+      nb::arg("x").noconvert(), nb::arg("x_dtype"), nb::arg("q").noconvert(), nb::arg("scales").noconvert());
   m.def("quantize_target", &quant::quantize_target);
-  m.def("dequantize", &dequantize, nb::arg("q").noconvert(), nb::arg("scales").noconvert(),
-        nb::arg("rows"), nb::arg("H"), nb::arg("x_dtype"), nb::arg("scales_dtype"),
-        nb::arg("out").noconvert());
+  m.def("dequantize", &dequantize, nb::arg("q").noconvert(), nb::arg("scales").noconvert(), nb::arg("rows"),
+        nb::arg("H"), nb::arg("x_dtype"), nb::arg("scales_dtype"), nb::arg("out").noconvert());
   m.def("default_hif8_target", &quant::default_hif8_target);
 }
 

@@ -7,9 +7,7 @@
 
 namespace qcoll::python {
 
-void throw_param_invalid(const std::string& message) {
-  throw StatusError(QCOLL_PARAM_INVALID, message);
-}
+void throw_param_invalid(const std::string& message) { throw StatusError(QCOLL_PARAM_INVALID, message); }
 
 void throw_if_error(const Status& st) {
   if (!st.ok()) throw StatusError(static_cast<int32_t>(st.code), st.message);
@@ -31,8 +29,9 @@ void bind_status_error(nb::module_& m) {
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
   });
-  m.def("status_name", [](int32_t code) { return std::string(qcollStatusName(code)); },
-        nb::arg("code"), "Name of a status code (\"PARAM_INVALID\", ...).");
+  m.def(
+      "status_name", [](int32_t code) { return std::string(qcollStatusName(code)); }, nb::arg("code"),
+      "Name of a status code (\"PARAM_INVALID\", ...).");
 }
 
 }  // namespace qcoll::python

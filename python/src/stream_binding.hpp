@@ -23,8 +23,8 @@ class Stream {
   void destroy();
   bool alive() const { return s_ != nullptr; }
 
-  qcollStream live() const;             // raises for a destroyed stream
-  void keep(nb::object what);           // after a successful enqueue (GIL held)
+  qcollStream live() const;    // raises for a destroyed stream
+  void keep(nb::object what);  // after a successful enqueue (GIL held)
 
  private:
   qcollStream s_ = nullptr;

@@ -22,12 +22,12 @@ struct TensorDeleter {
 using TensorPtr = std::unique_ptr<qcollTensor, TensorDeleter>;
 
 TensorPtr make_tensor(const TensorView& v) {
-  return TensorPtr(qcollCreateContiguousTensor(v.shape.data(), v.shape.size(),
-                                               static_cast<qcollDataType>(v.dtype), v.data));
+  return TensorPtr(
+      qcollCreateContiguousTensor(v.shape.data(), v.shape.size(), static_cast<qcollDataType>(v.dtype), v.data));
 }
 
-using PrepareFn = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*,
-                                  qcollTensor*, uint64_t*, qcollOpExecutor**);
+using PrepareFn = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*, qcollTensor*,
+                                  uint64_t*, qcollOpExecutor**);
 using RunFn = qcollStatus (*)(void*, uint64_t, qcollOpExecutor*, qcollStream);
 
 }  // namespace
@@ -64,8 +64,7 @@ Status run_phase_two(RunFn run, qcollOpExecutor* exec, uint64_t ws_size, Stream:
   } catch (const std::bad_alloc&) {
     // Still run it (it fails on the workspace check and tells the peers), so nobody hangs.
     run(nullptr, 0, exec, nullptr);
-    return Status::Error(StatusCode::InnerError,
-                         "workspace: cannot allocate " + std::to_string(ws_size) + " bytes");
+    return Status::Error(StatusCode::InnerError, "workspace: cannot allocate " + std::to_string(ws_size) + " bytes");
   }
   if (stream != nullptr) {
     void* ws = stream->keep(std::move(workspace));
@@ -88,8 +87,7 @@ Status run_operator(PrepareFn prepare, RunFn run, const TensorView& x, const Ten
     prepare(tx.get(), ts.get(), group.c_str(), reduce_op.c_str(), to.get(), &ws_size, &exec);
     return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": " + why);
   }
-  qcollStatus rc =
-      prepare(tx.get(), ts.get(), group.c_str(), reduce_op.c_str(), to.get(), &ws_size, &exec);
+  qcollStatus rc = prepare(tx.get(), ts.get(), group.c_str(), reduce_op.c_str(), to.get(), &ws_size, &exec);
   if (rc != QCOLL_SUCCESS) return recent(rc);
   return run_phase_two(run, exec, ws_size, stream);
 }
@@ -164,26 +162,22 @@ TensorView view_bytes(const void* data, std::size_t bytes, DType dtype, std::vec
   for (int64_t d : v.shape)
     if (d < 0) throw Error(StatusCode::ParamInvalid, "view: negative dimension in shape");
   if (dtype_size(dtype) == 0)
-    throw Error(StatusCode::ParamInvalid,
-                "view: unknown dtype " + std::to_string(static_cast<int32_t>(dtype)));
+    throw Error(StatusCode::ParamInvalid, "view: unknown dtype " + std::to_string(static_cast<int32_t>(dtype)));
   if (v.nbytes() != bytes)
-    throw Error(StatusCode::ParamInvalid,
-                "view: " + std::to_string(bytes) + " bytes of data, but shape of " +
-                    std::to_string(v.numel()) + " " + std::string(dtype_name(dtype)) +
-                    " elements needs " + std::to_string(v.nbytes()));
+    throw Error(StatusCode::ParamInvalid, "view: " + std::to_string(bytes) + " bytes of data, but shape of " +
+                                              std::to_string(v.numel()) + " " + std::string(dtype_name(dtype)) +
+                                              " elements needs " + std::to_string(v.nbytes()));
   return v;
 }
 
 std::vector<int64_t> reduce_scatter_output_shape(const std::vector<int64_t>& x_shape, int nranks) {
-  if (x_shape.size() != 2 && x_shape.size() != 3)
-    throw Error(StatusCode::ParamInvalid, "x: must be 2-D or 3-D");
+  if (x_shape.size() != 2 && x_shape.size() != 3) throw Error(StatusCode::ParamInvalid, "x: must be 2-D or 3-D");
   if (nranks <= 0) throw Error(StatusCode::ParamInvalid, "nranks: must be positive");
   int64_t rows = 1;
   for (std::size_t i = 0; i + 1 < x_shape.size(); ++i) rows *= x_shape[i];
   if (rows % nranks != 0)
-    throw Error(StatusCode::ParamInvalid, "x: BS = " + std::to_string(rows) +
-                                              " must be a multiple of the group size " +
-                                              std::to_string(nranks));
+    throw Error(StatusCode::ParamInvalid,
+                "x: BS = " + std::to_string(rows) + " must be a multiple of the group size " + std::to_string(nranks));
   return {rows / nranks, x_shape.back()};
 }
 
@@ -200,8 +194,7 @@ ThreadGroup::Membership ThreadGroup::join(int rank) {
   return Membership(handle_, rank);
 }
 
-ThreadGroup::Membership::Membership(Membership&& o) noexcept
-    : group_(std::move(o.group_)), rank_(o.rank_) {}
+ThreadGroup::Membership::Membership(Membership&& o) noexcept : group_(std::move(o.group_)), rank_(o.rank_) {}
 
 ThreadGroup::Membership& ThreadGroup::Membership::operator=(Membership&& o) noexcept {
   if (this != &o) {
@@ -225,36 +218,34 @@ void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const s
   throw_if_error(try_quant_reduce_scatter(x, scales, group, out, reduce_op));
 }
 
-void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
-                      const TensorView& out, const std::string& reduce_op) {
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group, const TensorView& out,
+                      const std::string& reduce_op) {
   throw_if_error(try_quant_all_reduce(x, scales, group, out, reduce_op));
 }
 
-Status try_quant_reduce_scatter(const TensorView& x, const TensorView& scales,
-                                const std::string& group, const TensorView& out,
-                                const std::string& reduce_op) noexcept {
+Status try_quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
+                                const TensorView& out, const std::string& reduce_op) noexcept {
   return no_throw([&] {
-    return run_operator(qcollQuantReduceScatterGetWorkspaceSize, qcollQuantReduceScatter, x, scales,
-                        group, out, reduce_op);
+    return run_operator(qcollQuantReduceScatterGetWorkspaceSize, qcollQuantReduceScatter, x, scales, group, out,
+                        reduce_op);
   });
 }
 
 Status try_quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
                             const TensorView& out, const std::string& reduce_op) noexcept {
   return no_throw([&] {
-    return run_operator(qcollQuantAllReduceGetWorkspaceSize, qcollQuantAllReduce, x, scales, group,
-                        out, reduce_op);
+    return run_operator(qcollQuantAllReduceGetWorkspaceSize, qcollQuantAllReduce, x, scales, group, out, reduce_op);
   });
 }
 
 void quant_reduce_scatter(const TensorView& x, const TensorView& scales, const std::string& group,
                           const TensorView& out, Stream& stream, const std::string& reduce_op) {
-  throw_if_error(run_operator(qcollQuantReduceScatterGetWorkspaceSize, qcollQuantReduceScatter, x, scales, group,
-                              out, reduce_op, stream_impl(stream)));
+  throw_if_error(run_operator(qcollQuantReduceScatterGetWorkspaceSize, qcollQuantReduceScatter, x, scales, group, out,
+                              reduce_op, stream_impl(stream)));
 }
 
-void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group,
-                      const TensorView& out, Stream& stream, const std::string& reduce_op) {
+void quant_all_reduce(const TensorView& x, const TensorView& scales, const std::string& group, const TensorView& out,
+                      Stream& stream, const std::string& reduce_op) {
   throw_if_error(run_operator(qcollQuantAllReduceGetWorkspaceSize, qcollQuantAllReduce, x, scales, group, out,
                               reduce_op, stream_impl(stream)));
 }
@@ -271,33 +262,32 @@ void quantize_all_reduce(const TensorView& input, const QuantConfig& config, con
   throw_if_error(try_quantize_all_reduce(input, config, group, out, reduce_op));
 }
 
-Status try_quantize_reduce_scatter(const TensorView& input, const QuantConfig& config,
-                                   const std::string& group, const TensorView& out,
-                                   const std::string& reduce_op) noexcept {
+Status try_quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
+                                   const TensorView& out, const std::string& reduce_op) noexcept {
   return no_throw([&] {
-    return run_fused(qcollQuantizeReduceScatterGetWorkspaceSize, qcollQuantizeReduceScatter, input, config,
-                     group, out, reduce_op);
+    return run_fused(qcollQuantizeReduceScatterGetWorkspaceSize, qcollQuantizeReduceScatter, input, config, group, out,
+                     reduce_op);
   });
 }
 
 Status try_quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
                                const TensorView& out, const std::string& reduce_op) noexcept {
   return no_throw([&] {
-    return run_fused(qcollQuantizeAllReduceGetWorkspaceSize, qcollQuantizeAllReduce, input, config, group,
-                     out, reduce_op);
+    return run_fused(qcollQuantizeAllReduceGetWorkspaceSize, qcollQuantizeAllReduce, input, config, group, out,
+                     reduce_op);
   });
 }
 
 void quantize_reduce_scatter(const TensorView& input, const QuantConfig& config, const std::string& group,
                              const TensorView& out, Stream& stream, const std::string& reduce_op) {
-  throw_if_error(run_fused(qcollQuantizeReduceScatterGetWorkspaceSize, qcollQuantizeReduceScatter, input, config,
-                           group, out, reduce_op, stream_impl(stream)));
+  throw_if_error(run_fused(qcollQuantizeReduceScatterGetWorkspaceSize, qcollQuantizeReduceScatter, input, config, group,
+                           out, reduce_op, stream_impl(stream)));
 }
 
 void quantize_all_reduce(const TensorView& input, const QuantConfig& config, const std::string& group,
                          const TensorView& out, Stream& stream, const std::string& reduce_op) {
-  throw_if_error(run_fused(qcollQuantizeAllReduceGetWorkspaceSize, qcollQuantizeAllReduce, input, config, group,
-                           out, reduce_op, stream_impl(stream)));
+  throw_if_error(run_fused(qcollQuantizeAllReduceGetWorkspaceSize, qcollQuantizeAllReduce, input, config, group, out,
+                           reduce_op, stream_impl(stream)));
 }
 
 // ---- UniqueId, Comm, Stream ----
@@ -320,8 +310,8 @@ UniqueId UniqueId::from_hex(const std::string& hex) {
 
 UniqueId UniqueId::from_bytes(std::span<const uint8_t> bytes) {
   if (bytes.size() != kBytes)
-    throw Error(StatusCode::ParamInvalid, "id: must be " + std::to_string(kBytes) + " bytes, got " +
-                                              std::to_string(bytes.size()));
+    throw Error(StatusCode::ParamInvalid,
+                "id: must be " + std::to_string(kBytes) + " bytes, got " + std::to_string(bytes.size()));
   UniqueId id;
   std::memcpy(id.bytes_.data(), bytes.data(), kBytes);
   return id;
@@ -363,9 +353,7 @@ Comm& Comm::operator=(Comm&& o) noexcept {
 
 Comm::~Comm() { qcollCommDestroy(comm_); }
 
-Stream::Stream() : impl_(std::make_unique<Impl>()) {
-  throw_if_error(recent(qcollStreamCreate(&impl_->stream)));
-}
+Stream::Stream() : impl_(std::make_unique<Impl>()) { throw_if_error(recent(qcollStreamCreate(&impl_->stream))); }
 
 Stream::Stream(Stream&& o) noexcept = default;
 

@@ -42,8 +42,7 @@ qcollStatus get_workspace_size(OpKind op, const qcollTensor* x, const qcollTenso
   });
 }
 
-qcollStatus run(OpKind op, void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
-                qcollStream stream) {
+qcollStatus run(OpKind op, void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor, qcollStream stream) {
   return qcoll::api::guarded([&]() -> Status {
     if (executor == nullptr) return Status::Error(StatusCode::ParamNullptr, "executor: must not be null");
     if (executor->magic != qcollOpExecutor::kMagic || !executor->impl)
@@ -54,9 +53,9 @@ qcollStatus run(OpKind op, void* workspace, uint64_t workspaceSize, qcollOpExecu
     owned->magic = 0;
     if (owned->impl->op() != op) {
       owned->impl->report_failure(StatusCode::ParamInvalid);
-      return Status::Error(StatusCode::ParamInvalid,
-                           std::string("executor: built for ") + qcoll::ops::op_name(owned->impl->op()) +
-                               ", passed to " + qcoll::ops::op_name(op) + " (executor released)");
+      return Status::Error(StatusCode::ParamInvalid, std::string("executor: built for ") +
+                                                         qcoll::ops::op_name(owned->impl->op()) + ", passed to " +
+                                                         qcoll::ops::op_name(op) + " (executor released)");
     }
     if (stream == nullptr) return owned->impl->run(workspace, workspaceSize);
     auto target = qcoll::api::find_stream(stream);
@@ -78,25 +77,22 @@ qcollStatus run(OpKind op, void* workspace, uint64_t workspaceSize, qcollOpExecu
 
 extern "C" {
 
-qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor* x, const qcollTensor* scales,
-                                                    const char* group, const char* reduceOp,
-                                                    qcollTensor* output, uint64_t* workspaceSize,
+qcollStatus qcollQuantReduceScatterGetWorkspaceSize(const qcollTensor* x, const qcollTensor* scales, const char* group,
+                                                    const char* reduceOp, qcollTensor* output, uint64_t* workspaceSize,
                                                     qcollOpExecutor** executor) {
-  return get_workspace_size(OpKind::ReduceScatter, x, scales, nullptr, group, reduceOp, output,
-                            workspaceSize, executor);
+  return get_workspace_size(OpKind::ReduceScatter, x, scales, nullptr, group, reduceOp, output, workspaceSize,
+                            executor);
 }
 
-qcollStatus qcollQuantReduceScatter(void* workspace, uint64_t workspaceSize,
-                                    qcollOpExecutor* executor, qcollStream stream) {
+qcollStatus qcollQuantReduceScatter(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
+                                    qcollStream stream) {
   return run(OpKind::ReduceScatter, workspace, workspaceSize, executor, stream);
 }
 
-qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor* x, const qcollTensor* scales,
-                                                const char* group, const char* reduceOp,
-                                                qcollTensor* output, uint64_t* workspaceSize,
+qcollStatus qcollQuantAllReduceGetWorkspaceSize(const qcollTensor* x, const qcollTensor* scales, const char* group,
+                                                const char* reduceOp, qcollTensor* output, uint64_t* workspaceSize,
                                                 qcollOpExecutor** executor) {
-  return get_workspace_size(OpKind::AllReduce, x, scales, nullptr, group, reduceOp, output, workspaceSize,
-                            executor);
+  return get_workspace_size(OpKind::AllReduce, x, scales, nullptr, group, reduceOp, output, workspaceSize, executor);
 }
 
 qcollStatus qcollQuantAllReduce(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,
@@ -105,9 +101,8 @@ qcollStatus qcollQuantAllReduce(void* workspace, uint64_t workspaceSize, qcollOp
 }
 
 qcollStatus qcollQuantizeReduceScatterGetWorkspaceSize(const qcollTensor* input, const qcollQuantConfig* config,
-                                                       const char* group, const char* reduceOp,
-                                                       qcollTensor* output, uint64_t* workspaceSize,
-                                                       qcollOpExecutor** executor) {
+                                                       const char* group, const char* reduceOp, qcollTensor* output,
+                                                       uint64_t* workspaceSize, qcollOpExecutor** executor) {
   return get_workspace_size(OpKind::QuantizeReduceScatter, input, nullptr, config, group, reduceOp, output,
                             workspaceSize, executor);
 }
@@ -120,8 +115,8 @@ qcollStatus qcollQuantizeReduceScatter(void* workspace, uint64_t workspaceSize, 
 qcollStatus qcollQuantizeAllReduceGetWorkspaceSize(const qcollTensor* input, const qcollQuantConfig* config,
                                                    const char* group, const char* reduceOp, qcollTensor* output,
                                                    uint64_t* workspaceSize, qcollOpExecutor** executor) {
-  return get_workspace_size(OpKind::QuantizeAllReduce, input, nullptr, config, group, reduceOp, output,
-                            workspaceSize, executor);
+  return get_workspace_size(OpKind::QuantizeAllReduce, input, nullptr, config, group, reduceOp, output, workspaceSize,
+                            executor);
 }
 
 qcollStatus qcollQuantizeAllReduce(void* workspace, uint64_t workspaceSize, qcollOpExecutor* executor,

@@ -19,7 +19,8 @@ extern "C" qcollStatus qcollGroupInfo(const char* group, int32_t* rank, int32_t*
     if (!c) {
       return Status::Error(StatusCode::ParamInvalid,
                            std::string("group: no communicator of this name is registered for the calling "
-                                       "thread or process, got \"") + group + "\"");
+                                       "thread or process, got \"") +
+                               group + "\"");
     }
     if (rank != nullptr) *rank = c->rank();
     if (size != nullptr) *size = c->size();

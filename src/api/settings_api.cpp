@@ -14,13 +14,20 @@ using qcoll::settings::Contract;
 extern "C" qcollStatus qcollSetContract(qcollContract contract) {
   return qcoll::api::guarded([&]() -> Status {
     switch (contract) {
-      case QCOLL_CONTRACT_FROM_ENV: qcoll::settings::set_contract_override(std::nullopt); return Status::Ok();
-      case QCOLL_CONTRACT_VENDOR: qcoll::settings::set_contract_override(Contract::Vendor); return Status::Ok();
-      case QCOLL_CONTRACT_EXTENDED: qcoll::settings::set_contract_override(Contract::Extended); return Status::Ok();
+      case QCOLL_CONTRACT_FROM_ENV:
+        qcoll::settings::set_contract_override(std::nullopt);
+        return Status::Ok();
+      case QCOLL_CONTRACT_VENDOR:
+        qcoll::settings::set_contract_override(Contract::Vendor);
+        return Status::Ok();
+      case QCOLL_CONTRACT_EXTENDED:
+        qcoll::settings::set_contract_override(Contract::Extended);
+        return Status::Ok();
     }
     return Status::Error(StatusCode::ParamInvalid,
                          "contract: must be QCOLL_CONTRACT_FROM_ENV (-1), QCOLL_CONTRACT_VENDOR (0) or "
-                         "QCOLL_CONTRACT_EXTENDED (1), got " + std::to_string(static_cast<int32_t>(contract)));
+                         "QCOLL_CONTRACT_EXTENDED (1), got " +
+                             std::to_string(static_cast<int32_t>(contract)));
   });
 }
 
@@ -37,7 +44,7 @@ extern "C" qcollStatus qcollGetContract(qcollContract* contract) {
 namespace qcoll {
 
 void set_contract(std::optional<Contract> contract) {
-  const qcollContract c = !contract ? QCOLL_CONTRACT_FROM_ENV
+  const qcollContract c = !contract                         ? QCOLL_CONTRACT_FROM_ENV
                           : *contract == Contract::Extended ? QCOLL_CONTRACT_EXTENDED
                                                             : QCOLL_CONTRACT_VENDOR;
   if (qcollSetContract(c) != QCOLL_SUCCESS) throw Error(StatusCode::InnerError, qcollGetRecentErrMsg());

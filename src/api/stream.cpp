@@ -40,8 +40,10 @@ void Stream::loop() {
     task = nullptr;  // the executor (and what it holds) goes before the call counts as finished
     lk.lock();
     if (!st.ok()) {
-      if (failure_.ok()) failure_ = std::move(st);
-      else ++more_failures_;
+      if (failure_.ok())
+        failure_ = std::move(st);
+      else
+        ++more_failures_;
     }
     ++finished_;
     done_cv_.notify_all();
@@ -68,10 +70,10 @@ Status Stream::synchronize(int32_t timeout_ms, bool* timed_out) {
     done_cv_.wait(lk, done);
   } else if (!done_cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), done)) {
     if (timed_out) *timed_out = true;
-    return Status::Error(StatusCode::RuntimeError,
-                         "stream: synchronize timed out after " + std::to_string(timeout_ms) + " ms with " +
-                             std::to_string(target - finished_) + " of its calls still to finish (they go on; "
-                             "synchronize again to wait for them)");
+    return Status::Error(StatusCode::RuntimeError, "stream: synchronize timed out after " + std::to_string(timeout_ms) +
+                                                       " ms with " + std::to_string(target - finished_) +
+                                                       " of its calls still to finish (they go on; "
+                                                       "synchronize again to wait for them)");
   }
   return take_failure_locked();
 }
@@ -131,7 +133,8 @@ Status not_a_stream(const void* handle) {
   std::snprintf(buf, sizeof buf, "%p", handle);
   return Status::Error(StatusCode::ParamInvalid,
                        std::string("stream: must be NULL or a live stream from qcollStreamCreate (not destroyed), "
-                                   "got ") + buf);
+                                   "got ") +
+                           buf);
 }
 
 }  // namespace qcoll::api

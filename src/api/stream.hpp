@@ -46,10 +46,10 @@ class Stream {
   std::condition_variable done_cv_;  // a task finished
   std::deque<Task> queue_;
   uint64_t enqueued_ = 0, finished_ = 0;
-  Status failure_;          // the first failure not reported yet
+  Status failure_;  // the first failure not reported yet
   uint64_t more_failures_ = 0;
   bool closing_ = false;
-  std::thread thread_;      // started by the first enqueue
+  std::thread thread_;  // started by the first enqueue
 };
 
 // The registry of live streams (qcollStream values are Stream addresses).

@@ -10,9 +10,9 @@ namespace {
 Status synchronize(qcollStream stream, int32_t timeoutMs, int32_t* timedOut) {
   if (timedOut != nullptr) *timedOut = 0;
   if (timeoutMs < -1)
-    return Status::Error(StatusCode::ParamInvalid,
-                         "timeoutMs: must be -1 (no limit) or a number of milliseconds >= 0, got " +
-                             std::to_string(timeoutMs));
+    return Status::Error(
+        StatusCode::ParamInvalid,
+        "timeoutMs: must be -1 (no limit) or a number of milliseconds >= 0, got " + std::to_string(timeoutMs));
   if (stream == nullptr) return Status::Ok();  // nothing is ever pending on the null stream
   auto s = qcoll::api::find_stream(stream);
   if (!s) return qcoll::api::not_a_stream(stream);

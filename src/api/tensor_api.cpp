@@ -17,8 +17,7 @@ qcollTensor* fail(const std::string& msg) {
 
 bool check_dims(const char* param, const int64_t* dims, uint64_t n, std::string* err) {
   if (n > kMaxTensorDims) {
-    *err = std::string(param) + ": at most " + std::to_string(kMaxTensorDims) +
-           " dimensions, got " + std::to_string(n);
+    *err = std::string(param) + ": at most " + std::to_string(kMaxTensorDims) + " dimensions, got " + std::to_string(n);
     return false;
   }
   if (n > 0 && dims == nullptr) {
@@ -27,16 +26,15 @@ bool check_dims(const char* param, const int64_t* dims, uint64_t n, std::string*
   }
   for (uint64_t i = 0; i < n; ++i)
     if (dims[i] < 0) {
-      *err = std::string(param) + ": dimension " + std::to_string(i) + " must be >= 0, got " +
-             std::to_string(dims[i]);
+      *err = std::string(param) + ": dimension " + std::to_string(i) + " must be >= 0, got " + std::to_string(dims[i]);
       return false;
     }
   return true;
 }
 
-qcollTensor* create(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType,
-                    const int64_t* stride, int64_t offset, int32_t format,
-                    const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
+qcollTensor* create(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType, const int64_t* stride,
+                    int64_t offset, int32_t format, const int64_t* storageDims, uint64_t storageDimsNum,
+                    void* tensorData) {
   std::string err;
   if (!check_dims("viewDims", viewDims, viewDimsNum, &err)) return fail(err);
   if (!check_dims("storageDims", storageDims, storageDimsNum, &err)) return fail(err);
@@ -57,12 +55,11 @@ qcollTensor* create(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataT
   return t.release();
 }
 
-qcollTensor* create_guarded(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType,
-                           const int64_t* stride, int64_t offset, int32_t format,
-                           const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
+qcollTensor* create_guarded(const int64_t* viewDims, uint64_t viewDimsNum, int32_t dataType, const int64_t* stride,
+                            int64_t offset, int32_t format, const int64_t* storageDims, uint64_t storageDimsNum,
+                            void* tensorData) {
   try {
-    return create(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
-                  storageDimsNum, tensorData);
+    return create(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum, tensorData);
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
   } catch (...) {
@@ -82,21 +79,19 @@ static_assert(sizeof(qcollDataType) == sizeof(int32_t) && sizeof(qcollFormat) ==
   int32_t raw_##name;        \
   std::memcpy(&raw_##name, &name, sizeof raw_##name)
 
-qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
-                               qcollDataType dataType, const int64_t* stride, int64_t offset,
-                               qcollFormat format, const int64_t* storageDims,
+qcollTensor* qcollCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, qcollDataType dataType,
+                               const int64_t* stride, int64_t offset, qcollFormat format, const int64_t* storageDims,
                                uint64_t storageDimsNum, void* tensorData) {
   QCOLL_RAW_ENUM(dataType);
   QCOLL_RAW_ENUM(format);
-  return create_guarded(viewDims, viewDimsNum, raw_dataType, stride, offset, raw_format, storageDims,
-                        storageDimsNum, tensorData);
+  return create_guarded(viewDims, viewDimsNum, raw_dataType, stride, offset, raw_format, storageDims, storageDimsNum,
+                        tensorData);
 }
 
-qcollTensor* qcollCreateContiguousTensor(const int64_t* dims, uint64_t dimsNum,
-                                         qcollDataType dataType, void* tensorData) {
+qcollTensor* qcollCreateContiguousTensor(const int64_t* dims, uint64_t dimsNum, qcollDataType dataType,
+                                         void* tensorData) {
   QCOLL_RAW_ENUM(dataType);
-  return create_guarded(dims, dimsNum, raw_dataType, nullptr, 0, QCOLL_FORMAT_ND, dims, dimsNum,
-                        tensorData);
+  return create_guarded(dims, dimsNum, raw_dataType, nullptr, 0, QCOLL_FORMAT_ND, dims, dimsNum, tensorData);
 }
 #undef QCOLL_RAW_ENUM
 

@@ -63,16 +63,19 @@ Status check_allocation(const char* param, const aclTensor& t) {
   const std::size_t at = static_cast<std::size_t>(static_cast<const unsigned char*>(t.data) - base);
   const std::size_t need = tensor_bytes(t);
   if (need <= size - at) return Status::Ok();
-  return invalid(std::string(param) + ": the tensor extends past its aclrtMalloc allocation: shape " + shape_text(t.dims) +
-                 " of " + std::string(dtype_name(static_cast<DType>(t.dtype))) + " (offset " + std::to_string(t.offset) +
-                 ") is " + std::to_string(need) + " bytes from " + std::to_string(at) + " bytes into an allocation of " +
-                 std::to_string(size) + " bytes (" + std::to_string(need - (size - at)) + " bytes short)");
+  return invalid(std::string(param) + ": the tensor extends past its aclrtMalloc allocation: shape " +
+                 shape_text(t.dims) + " of " + std::string(dtype_name(static_cast<DType>(t.dtype))) + " (offset " +
+                 std::to_string(t.offset) + ") is " + std::to_string(need) + " bytes from " + std::to_string(at) +
+                 " bytes into an allocation of " + std::to_string(size) + " bytes (" +
+                 std::to_string(need - (size - at)) + " bytes short)");
 }
 
 // The vendor's checks up to the group name (nothing is resolved yet).
 Status check_before_group(const aclTensor* x, const aclTensor* scales, const char* group, aclTensor* out,
                           uint64_t* workspaceSize, aclOpExecutor** executor) {
-  auto null = [](const char* p) { return Status::Error(StatusCode::ParamNullptr, std::string(p) + ": must not be null"); };
+  auto null = [](const char* p) {
+    return Status::Error(StatusCode::ParamNullptr, std::string(p) + ": must not be null");
+  };
   if (x == nullptr) return null("x");
   if (scales == nullptr) return null("scales");
   if (out == nullptr) return null("output");
@@ -82,12 +85,14 @@ Status check_before_group(const aclTensor* x, const aclTensor* scales, const cha
   if (!is_known_dtype(x->dtype) || !contract::is_x_dtype(xd))
     return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " + dtype_value(x->dtype));
   if (!is_known_dtype(scales->dtype) || !contract::is_scales_dtype(sd))
-    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " + dtype_value(scales->dtype));
+    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
+                   dtype_value(scales->dtype));
   if (!contract::dtypes_fit(xd, sd))
     return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
                    ", got x dtype " + dtype_value(x->dtype));
   if (!is_known_dtype(out->dtype) || !contract::is_out_dtype(static_cast<DType>(out->dtype)))
-    return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " + dtype_value(out->dtype));
+    return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " +
+                   dtype_value(out->dtype));
   if (group == nullptr) return invalid("group: must not be null");
   const std::size_t len = strnlen(group, contract::kMaxGroupNameLen + 1);
   if (len == 0 || len > contract::kMaxGroupNameLen)
@@ -108,22 +113,23 @@ Status check_after_group(Op op, const aclTensor& x, const aclTensor& scales, con
   }
   if (x.dims.size() != 2 && x.dims.size() != 3)
     return invalid("x: must be 2-D (BS, H) or 3-D (B, S, H), got shape " + shape_text(x.dims));
-  if (!contract::is_rank_count(n))
-    return invalid("group: world size must be 2, 4 or 8, got " + std::to_string(n));
+  if (!contract::is_rank_count(n)) return invalid("group: world size must be 2, 4 or 8, got " + std::to_string(n));
   for (auto [param, t] : {std::pair{"x", &x}, std::pair{"scales", &scales}, std::pair{"output", &out}})
-    if (has_zero_dim(*t)) return invalid(std::string(param) + ": empty tensors are not supported, got shape " + shape_text(t->dims));
+    if (has_zero_dim(*t))
+      return invalid(std::string(param) + ": empty tensors are not supported, got shape " + shape_text(t->dims));
   const int64_t H = x.dims.back();
   if (!contract::op_h_ok(H))
     return invalid("x: H must be a multiple of " + std::to_string(contract::kOpHMultiple) + " in [" +
-                   std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " + std::to_string(H));
+                   std::to_string(contract::kOpHMin) + ", " + std::to_string(contract::kOpHMax) + "], got " +
+                   std::to_string(H));
   int64_t bs = 1;
   for (std::size_t i = 0; i + 1 < x.dims.size(); ++i)
     if (__builtin_mul_overflow(bs, x.dims[i], &bs))  // (a plain product was undefined past 2^63)
       return invalid("x: BS (the product of the dimensions before H) must fit in int64, got shape " +
                      shape_text(x.dims));
   if (bs % n != 0)
-    return invalid("x: BS must be a multiple of the world size " + std::to_string(n) + ", got BS = " + std::to_string(bs) +
-                   " (shape " + shape_text(x.dims) + ")");
+    return invalid("x: BS must be a multiple of the world size " + std::to_string(n) +
+                   ", got BS = " + std::to_string(bs) + " (shape " + shape_text(x.dims) + ")");
   const auto want_scales = contract::scales_shape(static_cast<DType>(scales.dtype), x.dims);
   if (scales.dims != want_scales)
     return invalid("scales: shape must be " + shape_text(want_scales) + " for x " + shape_text(x.dims) + " (" +
@@ -141,8 +147,8 @@ Status check_after_group(Op op, const aclTensor& x, const aclTensor& scales, con
   return Status::Ok();
 }
 
-using Prepare = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*, qcollTensor*, uint64_t*,
-                                qcollOpExecutor**);
+using Prepare = qcollStatus (*)(const qcollTensor*, const qcollTensor*, const char*, const char*, qcollTensor*,
+                                uint64_t*, qcollOpExecutor**);
 
 aclnnStatus prepare(Op op, const aclTensor* x, const aclTensor* scales, const char* group, const char* reduceOp,
                     aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
@@ -181,7 +187,8 @@ aclnnStatus aclnnQuantReduceScatterGetWorkspaceSize(const aclTensor* x, const ac
   return prepare(Op::ReduceScatter, x, scales, group, reduceOp, output, workspaceSize, executor);
 }
 
-aclnnStatus aclnnQuantReduceScatter(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
+aclnnStatus aclnnQuantReduceScatter(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                    aclrtStream stream) {
   return from_qcoll(
       qcollQuantReduceScatter(workspace, workspaceSize, reinterpret_cast<qcollOpExecutor*>(executor), stream));
 }
@@ -193,7 +200,8 @@ aclnnStatus aclnnQuantAllReduceGetWorkspaceSize(const aclTensor* x, const aclTen
 }
 
 aclnnStatus aclnnQuantAllReduce(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
-  return from_qcoll(qcollQuantAllReduce(workspace, workspaceSize, reinterpret_cast<qcollOpExecutor*>(executor), stream));
+  return from_qcoll(
+      qcollQuantAllReduce(workspace, workspaceSize, reinterpret_cast<qcollOpExecutor*>(executor), stream));
 }
 
 }  // extern "C"

@@ -55,10 +55,14 @@ HcclResult from_qcoll_hccl(qcollStatus st, const char* fn) {
   if (st == QCOLL_SUCCESS) return static_cast<HcclResult>(succeed());
   set_message(std::string(fn) + ": " + qcollGetRecentErrMsg());
   switch (st) {
-    case QCOLL_PARAM_NULLPTR: return HCCL_E_PTR;
-    case QCOLL_PARAM_INVALID: return HCCL_E_PARA;
-    case QCOLL_RUNTIME_ERROR: return HCCL_E_TIMEOUT;
-    default: return HCCL_E_INTERNAL;
+    case QCOLL_PARAM_NULLPTR:
+      return HCCL_E_PTR;
+    case QCOLL_PARAM_INVALID:
+      return HCCL_E_PARA;
+    case QCOLL_RUNTIME_ERROR:
+      return HCCL_E_TIMEOUT;
+    default:
+      return HCCL_E_INTERNAL;
   }
 }
 
@@ -93,8 +97,9 @@ Status resolve_group(const char* group, int* nranks) {
   if (!w) {  // a communicator of processes, or one made with qcoll's own API
     int32_t size = 0;
     if (qcollGroupInfo(group, nullptr, &size, nullptr) != QCOLL_SUCCESS)
-      return Status::Error(StatusCode::ParamInvalid, std::string("group: no communicator named '") + group +
-                                                         "' (HcclGetCommName of a live HcclComm) for this thread or process");
+      return Status::Error(StatusCode::ParamInvalid,
+                           std::string("group: no communicator named '") + group +
+                               "' (HcclGetCommName of a live HcclComm) for this thread or process");
     *nranks = size;
     return Status::Ok();
   }
@@ -107,8 +112,8 @@ Status resolve_group(const char* group, int* nranks) {
   auto pos = std::find(w->devices.begin(), w->devices.end(), dev);
   if (pos == w->devices.end())
     return Status::Error(StatusCode::ParamInvalid, "group: device " + std::to_string(dev) +
-                                                       " of the calling thread is not a rank of communicator '" + group +
-                                                       "' (devices " + list(w->devices) + ")");
+                                                       " of the calling thread is not a rank of communicator '" +
+                                                       group + "' (devices " + list(w->devices) + ")");
   const int rank = static_cast<int>(pos - w->devices.begin());
   auto joined = t_joined.find(w->seq);
   if (joined == t_joined.end() || joined->second != rank) {
@@ -118,8 +123,8 @@ Status resolve_group(const char* group, int* nranks) {
     }
     if (qcollThreadGroupJoin(w->group, rank) != QCOLL_SUCCESS)
       return Status::Error(StatusCode::ParamInvalid, std::string("group: the calling thread cannot act as device ") +
-                                                         std::to_string(dev) + " (rank " + std::to_string(rank) + ") of '" +
-                                                         group + "': " + qcollGetRecentErrMsg());
+                                                         std::to_string(dev) + " (rank " + std::to_string(rank) +
+                                                         ") of '" + group + "': " + qcollGetRecentErrMsg());
     t_joined[w->seq] = rank;
   }
   *nranks = static_cast<int>(w->devices.size());
@@ -155,7 +160,8 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t* devices, HcclComm* comms) {
     w->seq = reg().next_seq++;
   }
   w->name = "hccl_world_" + std::to_string(w->seq);
-  if (qcollStatus st = qcollThreadGroupCreate(w->name.c_str(), static_cast<int32_t>(ndev), &w->group); st != QCOLL_SUCCESS)
+  if (qcollStatus st = qcollThreadGroupCreate(w->name.c_str(), static_cast<int32_t>(ndev), &w->group);
+      st != QCOLL_SUCCESS)
     return from_qcoll_hccl(st, "HcclCommInitAll");
   std::lock_guard<std::mutex> lock(reg().mu);
   reg().worlds[w->name] = w;
@@ -189,8 +195,8 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, u
     return hfail(HCCL_E_PARA, "HcclCommInitRootInfo: rootInfo: not a root info from HcclGetRootInfo");
   if (nRanks > static_cast<uint32_t>(qcoll::contract::kMaxCommRanks) || rank >= nRanks)
     return hfail(HCCL_E_PARA, "HcclCommInitRootInfo: rank: must be in [0, nRanks) with nRanks in [1, " +
-                                  std::to_string(qcoll::contract::kMaxCommRanks) + "], got rank " + std::to_string(rank) +
-                                  " of " + std::to_string(nRanks));
+                                  std::to_string(qcoll::contract::kMaxCommRanks) + "], got rank " +
+                                  std::to_string(rank) + " of " + std::to_string(nRanks));
   qcollUniqueId id;
   std::memcpy(id.internal, rootInfo->internal + sizeof kRootMagic, sizeof id.internal);
   qcollComm* qc = nullptr;
@@ -241,10 +247,11 @@ HcclResult HcclCommDestroy(HcclComm comm) {
     std::lock_guard<std::mutex> lock(reg().mu);
     auto* c = static_cast<Comm*>(comm);
     if (reg().comms.erase(c) == 0)
-      return hfail(HCCL_E_PARA, "HcclCommDestroy: comm: must be a live communicator from HcclCommInitAll or HcclCommInitRootInfo");
+      return hfail(HCCL_E_PARA,
+                   "HcclCommDestroy: comm: must be a live communicator from HcclCommInitAll or HcclCommInitRootInfo");
     if (c->world) {
-      const bool others = std::any_of(reg().comms.begin(), reg().comms.end(),
-                                      [&](const Comm* o) { return o->world == c->world; });
+      const bool others =
+          std::any_of(reg().comms.begin(), reg().comms.end(), [&](const Comm* o) { return o->world == c->world; });
       if (!others) {
         last = c->world;
         reg().worlds.erase(c->world->name);

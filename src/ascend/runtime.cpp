@@ -56,16 +56,16 @@ std::string device_rule(int32_t id) {
   return "deviceId: must be in [0, " + std::to_string(kDeviceCount - 1) + "], got " + std::to_string(id);
 }
 
-void* allocate(std::size_t size) {
-  return ::operator new(size, std::align_val_t(kAlignment), std::nothrow);
-}
+void* allocate(std::size_t size) { return ::operator new(size, std::align_val_t(kAlignment), std::nothrow); }
 
 aclError malloc_impl(void** ptr, std::size_t size, bool host) {
   const char* fn = host ? "aclrtMallocHost" : "aclrtMalloc";
-  if (ptr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer to the result must not be null");
+  if (ptr == nullptr)
+    return fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer to the result must not be null");
   if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": size must be > 0, got 0");
   void* p = allocate(size);
-  if (p == nullptr) return fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory for " + std::to_string(size) + " bytes");
+  if (p == nullptr)
+    return fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory for " + std::to_string(size) + " bytes");
   {
     std::lock_guard<std::mutex> lock(rt().mu);
     rt().allocations[static_cast<const unsigned char*>(p)] = Allocation{size, host};
@@ -198,8 +198,9 @@ aclError aclrtResetDevice(int32_t deviceId) {
 aclError aclrtGetDevice(int32_t* deviceId) {
   if (deviceId == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "deviceId: must not be null");
   if (t_device < 0)
-    return fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice: the calling thread has no current device "
-                                           "(aclrtSetDevice or aclrtSetCurrentContext first)");
+    return fail(ACL_ERROR_RT_CONTEXT_NULL,
+                "aclrtGetDevice: the calling thread has no current device "
+                "(aclrtSetDevice or aclrtSetCurrentContext first)");
   *deviceId = t_device;
   return succeed();
 }
@@ -224,7 +225,8 @@ aclError aclrtDestroyContext(aclrtContext context) {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().contexts.find(static_cast<Context*>(context));
     if (it == rt().contexts.end())
-      return fail(ACL_ERROR_INVALID_PARAM, "context: must be a live context from aclrtCreateContext, got " + hex_address(context));
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "context: must be a live context from aclrtCreateContext, got " + hex_address(context));
     rt().contexts.erase(it);
   }
   if (t_context == context) t_context = nullptr;  // the device stays current
@@ -236,7 +238,8 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
   std::lock_guard<std::mutex> lock(rt().mu);
   auto it = rt().contexts.find(static_cast<Context*>(context));
   if (it == rt().contexts.end())
-    return fail(ACL_ERROR_INVALID_PARAM, "context: must be a live context from aclrtCreateContext, got " + hex_address(context));
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "context: must be a live context from aclrtCreateContext, got " + hex_address(context));
   t_context = context;
   t_device = (*it)->device;
   return succeed();
@@ -266,17 +269,20 @@ aclError aclrtDestroyStream(aclrtStream stream) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
     if (rt().streams.erase(stream) == 0)
-      return fail(ACL_ERROR_INVALID_PARAM, "stream: must be a live stream from aclrtCreateStream, got " + hex_address(stream));
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "stream: must be a live stream from aclrtCreateStream, got " + hex_address(stream));
   }
   return from_stream_status(qcollStreamDestroy(stream));  // waits for the calls still queued
 }
 
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
-  if (timeout < -1) return fail(ACL_ERROR_INVALID_PARAM, "timeout: must be -1 (no limit) or >= 0 ms, got " + std::to_string(timeout));
+  if (timeout < -1)
+    return fail(ACL_ERROR_INVALID_PARAM, "timeout: must be -1 (no limit) or >= 0 ms, got " + std::to_string(timeout));
   if (stream != nullptr) {
     std::lock_guard<std::mutex> lock(rt().mu);
     if (rt().streams.count(stream) == 0)
-      return fail(ACL_ERROR_INVALID_PARAM, "stream: must be NULL or a live stream from aclrtCreateStream, got " + hex_address(stream));
+      return fail(ACL_ERROR_INVALID_PARAM,
+                  "stream: must be NULL or a live stream from aclrtCreateStream, got " + hex_address(stream));
   }
   int32_t timed_out = 0;
   const qcollStatus st = qcollStreamSynchronizeEx(stream, timeout, &timed_out);
@@ -317,14 +323,18 @@ aclError aclrtFreeHost(void* hostPtr) { return free_impl(hostPtr, true); }
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
   int32_t k = 0;
   std::memcpy(&k, &kind, sizeof k);  // a C caller may pass any int
-  if (dst == nullptr || src == nullptr) return fail(ACL_ERROR_INVALID_PARAM, std::string(dst ? "src" : "dst") + ": must not be null");
+  if (dst == nullptr || src == nullptr)
+    return fail(ACL_ERROR_INVALID_PARAM, std::string(dst ? "src" : "dst") + ": must not be null");
   if (count > destMax)
-    return fail(ACL_ERROR_INVALID_PARAM, "count: must be <= destMax " + std::to_string(destMax) + ", got " + std::to_string(count));
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "count: must be <= destMax " + std::to_string(destMax) + ", got " + std::to_string(count));
   if (k < ACL_MEMCPY_HOST_TO_HOST || k > ACL_MEMCPY_INTER_DEVICE_TO_DEVICE)
     return fail(ACL_ERROR_INVALID_PARAM, "kind: must be an aclrtMemcpyKind (0..7), got " + std::to_string(k));
   std::string err;
-  if (count > 0 && memcpy_dst_is_device(k) && !device_range_ok("dst", dst, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
-  if (count > 0 && memcpy_src_is_device(k) && !device_range_ok("src", src, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
+  if (count > 0 && memcpy_dst_is_device(k) && !device_range_ok("dst", dst, count, &err))
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
+  if (count > 0 && memcpy_src_is_device(k) && !device_range_ok("src", src, count, &err))
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: " + err);
   if (count > 0) std::memmove(dst, src, count);
   return succeed();
 }
@@ -332,9 +342,11 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "devPtr: must not be null");
   if (count > maxCount)
-    return fail(ACL_ERROR_INVALID_PARAM, "count: must be <= maxCount " + std::to_string(maxCount) + ", got " + std::to_string(count));
+    return fail(ACL_ERROR_INVALID_PARAM,
+                "count: must be <= maxCount " + std::to_string(maxCount) + ", got " + std::to_string(count));
   std::string err;
-  if (count > 0 && !device_range_ok("devPtr", devPtr, count, &err)) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: " + err);
+  if (count > 0 && !device_range_ok("devPtr", devPtr, count, &err))
+    return fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: " + err);
   std::memset(devPtr, value & 0xFF, count);
   return succeed();
 }
@@ -351,7 +363,8 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   qcollFormat qfmt;
   std::memcpy(&qdt, &dt, sizeof dt);
   std::memcpy(&qfmt, &fmt, sizeof fmt);
-  qcollTensor* q = qcollCreateTensor(viewDims, viewDimsNum, qdt, stride, offset, qfmt, storageDims, storageDimsNum, tensorData);
+  qcollTensor* q =
+      qcollCreateTensor(viewDims, viewDimsNum, qdt, stride, offset, qfmt, storageDims, storageDimsNum, tensorData);
   if (q == nullptr) {
     set_message(std::string("aclCreateTensor: ") + qcollGetRecentErrMsg());
     return nullptr;

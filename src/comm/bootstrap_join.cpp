@@ -53,8 +53,7 @@ bool creator_gone(const wire::IdLayout& id) {
 
 // Connects to the root of `id` before `deadline` (a full backlog is retried).
 Status connect_root(const Socket& s, const wire::IdLayout& id, Clock::time_point deadline) {
-  if (s.fd() < 0)
-    return Status::Error(StatusCode::InnerError, std::string("socket(AF_UNIX): ") + std::strerror(errno));
+  if (s.fd() < 0) return Status::Error(StatusCode::InnerError, std::string("socket(AF_UNIX): ") + std::strerror(errno));
   sockaddr_un addr;
   const socklen_t len = wire::root_address(id, addr);
   for (;;) {
@@ -73,10 +72,11 @@ Status connect_root(const Socket& s, const wire::IdLayout& id, Clock::time_point
       return Status::Error(StatusCode::ParamInvalid,
                            "id: stale: nobody serves its rendezvous any more (the id was used, or its rendezvous "
                            "failed, more than QCOLL_TIMEOUT_S ago), or it was made on another host or network "
-                           "namespace (" + creator_text(id) + "); make a new id");
+                           "namespace (" +
+                               creator_text(id) + "); make a new id");
     }
-    return Status::Error(StatusCode::RuntimeError,
-                         "rendezvous: connecting to the id's creator (" + creator_text(id) + "): " + std::strerror(err));
+    return Status::Error(StatusCode::RuntimeError, "rendezvous: connecting to the id's creator (" + creator_text(id) +
+                                                       "): " + std::strerror(err));
   }
   ucred cred{};
   socklen_t clen = sizeof cred;
@@ -105,8 +105,8 @@ Status local_checks(const std::string& name, bool named, int nranks, int rank, s
                                                        "] for nranks " + std::to_string(nranks) + ", got " +
                                                        std::to_string(rank));
   if (resolve(name) != nullptr)
-    return Status::Error(StatusCode::ParamInvalid, "name: a communicator named '" + name +
-                                                       "' is already registered for this thread or process");
+    return Status::Error(StatusCode::ParamInvalid,
+                         "name: a communicator named '" + name + "' is already registered for this thread or process");
   if (Status s = settings::window_bytes(window); !s.ok()) return s;
   settings::Transport t = settings::Transport::Auto;
   if (Status s = settings::transport(t); !s.ok()) return s;
@@ -134,7 +134,13 @@ class Joining {
  public:
   Joining(const Socket& sock, const wire::IdLayout& layout, std::string nm, int nranks, int rank, std::size_t window,
           Clock::time_point start)
-      : sock_(sock), layout_(layout), nm_(std::move(nm)), nranks_(nranks), rank_(rank), window_(window), start_(start) {}
+      : sock_(sock),
+        layout_(layout),
+        nm_(std::move(nm)),
+        nranks_(nranks),
+        rank_(rank),
+        window_(window),
+        start_(start) {}
 
   // Waits for the root's replies until `hard_deadline`; out on success.
   Status run(Clock::time_point hard_deadline, Joined& out);
@@ -158,10 +164,10 @@ Status Joining::receive(Clock::time_point hard_deadline, Reply& r, bool* got) {
   *got = false;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(hard_deadline - Clock::now()).count();
   if (left <= 0) {
-    return Status::Error(StatusCode::RuntimeError,
-                         "rendezvous of communicator '" + nm_ + "': no word from the id's creator (" +
-                             creator_text(layout_) + ") within " + seconds_text(Clock::now() - start_) +
-                             " s (QCOLL_TIMEOUT_S)");
+    return Status::Error(StatusCode::RuntimeError, "rendezvous of communicator '" + nm_ +
+                                                       "': no word from the id's creator (" + creator_text(layout_) +
+                                                       ") within " + seconds_text(Clock::now() - start_) +
+                                                       " s (QCOLL_TIMEOUT_S)");
   }
   pollfd p{sock_.fd(), POLLIN, 0};
   const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 60'000)));
@@ -240,8 +246,8 @@ Status join(const char* name, int nranks, const Id& id, int rank, Joined& out) {
 
   Hello h = hello_for(layout, nranks, rank, nm);
   h.window_bytes = window;
-  h.wait_ms = std::max<int64_t>(
-      0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+  h.wait_ms =
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
   if (s = send_all(sock.fd(), &h, sizeof h); !s.ok()) return s;
   return Joining(sock, layout, nm, nranks, rank, window, start).run(deadline + kGrace, out);
 }

@@ -109,8 +109,8 @@ struct Rendezvous {
              std::to_string(settings::kMaxBuffSizeMiB) + "], got " + std::to_string(h.window_bytes) + " bytes";
     constexpr int64_t kMaxWaitMs = static_cast<int64_t>(settings::kMaxTimeoutSeconds * 1000.0);
     if (h.wait_ms < 0 || h.wait_ms > kMaxWaitMs)
-      return "wait: must be in [0, " + std::to_string(kMaxWaitMs) + "] ms (" + settings::kTimeoutName +
-             " at most " + seconds_text(settings::kMaxTimeoutSeconds) + " s), got " + std::to_string(h.wait_ms) + " ms";
+      return "wait: must be in [0, " + std::to_string(kMaxWaitMs) + "] ms (" + settings::kTimeoutName + " at most " +
+             seconds_text(settings::kMaxTimeoutSeconds) + " s), got " + std::to_string(h.wait_ms) + " ms";
     return {};
   }
 
@@ -149,8 +149,9 @@ struct Rendezvous {
       wire::put(r.message, late_message);
     } else {
       r.code = static_cast<int32_t>(StatusCode::ParamInvalid);
-      wire::put(r.message, "rank: all " + std::to_string(nranks()) + " ranks of this id have joined already, got rank " +
-                               std::to_string(h.rank) + " again (pid " + std::to_string(f.pid) + ")");
+      wire::put(r.message, "rank: all " + std::to_string(nranks()) +
+                               " ranks of this id have joined already, got rank " + std::to_string(h.rank) +
+                               " again (pid " + std::to_string(f.pid) + ")");
     }
     send_msg(f.fd, r);
     ::close(f.fd);
@@ -200,7 +201,8 @@ struct Rendezvous {
       return "got " + va + at(first) + " and " + vb + at(m);
     };
     if (h.nranks != a.nranks) {
-      return "nranks: must be the same on every rank of an id, " + both(std::to_string(a.nranks), std::to_string(h.nranks));
+      return "nranks: must be the same on every rank of an id, " +
+             both(std::to_string(a.nranks), std::to_string(h.nranks));
     }
     if (name != comm_name()) {
       return "name: must be the same on every rank of an id, " + both("'" + comm_name() + "'", "'" + name + "'");
@@ -258,8 +260,8 @@ struct Rendezvous {
     for (const Member& m : members) {
       Reply r;
       r.kind = wire::kSegment;
-      r.ranks_in_process =
-          static_cast<int32_t>(std::count_if(members.begin(), members.end(), [&](const Member& o) { return o.pid == m.pid; }));
+      r.ranks_in_process = static_cast<int32_t>(
+          std::count_if(members.begin(), members.end(), [&](const Member& o) { return o.pid == m.pid; }));
       wire::put(r.shm_name, segment.name);
       send_msg(m.fd, r);
     }
@@ -272,15 +274,15 @@ struct Rendezvous {
     segment = ShmSegment();
     for (const Member& m : members) {
       if (m.mapped.code == 0) continue;
-      abort(StatusCode::RuntimeError, what() + ": " + who(m) + " could not attach to the shared memory segment: " +
-                                          wire::get(m.mapped.message));
+      abort(StatusCode::RuntimeError,
+            what() + ": " + who(m) + " could not attach to the shared memory segment: " + wire::get(m.mapped.message));
       return;
     }
     for (const Member& m : members) {
       Reply r;
       r.kind = wire::kGo;
-      r.ranks_in_process =
-          static_cast<int32_t>(std::count_if(members.begin(), members.end(), [&](const Member& o) { return o.pid == m.pid; }));
+      r.ranks_in_process = static_cast<int32_t>(
+          std::count_if(members.begin(), members.end(), [&](const Member& o) { return o.pid == m.pid; }));
       send_msg(m.fd, r);
     }
     const std::string done = "id: already used: communicator '" + comm_name() + "' of " + std::to_string(nranks()) +
@@ -310,9 +312,9 @@ struct Rendezvous {
     }
     // It hung up (gave up at its deadline, or exited) or sent what it should not.
     const std::string who_left = who(m);
-    abort(StatusCode::RuntimeError,
-          what() + ": " + who_left + " left the rendezvous before it completed (it gave up or exited)" +
-              (phase == Phase::Joining ? "; not joined: " + missing_ranks() : std::string()));
+    abort(StatusCode::RuntimeError, what() + ": " + who_left +
+                                        " left the rendezvous before it completed (it gave up or exited)" +
+                                        (phase == Phase::Joining ? "; not joined: " + missing_ranks() : std::string()));
   }
 
   std::string missing_ranks() const {

@@ -14,11 +14,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -164,9 +164,10 @@ Status make_id(Id& out) {
     return Status::Error(StatusCode::InnerError, std::string("unique id: socket(AF_UNIX): ") + std::strerror(errno));
   sockaddr_un addr;
   const socklen_t len = wire::root_address(id, addr);
-  if (::bind(rv->listen_fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 || ::listen(rv->listen_fd, SOMAXCONN) != 0)
-    return Status::Error(StatusCode::InnerError, std::string("unique id: bind/listen on an abstract Unix socket: ") +
-                                                     std::strerror(errno));
+  if (::bind(rv->listen_fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
+      ::listen(rv->listen_fd, SOMAXCONN) != 0)
+    return Status::Error(StatusCode::InnerError,
+                         std::string("unique id: bind/listen on an abstract Unix socket: ") + std::strerror(errno));
   if (Status s = Service::get().add(std::move(rv)); !s.ok()) return s;
   std::memcpy(out.bytes, &id, sizeof id);
   return Status::Ok();

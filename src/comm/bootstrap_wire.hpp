@@ -29,8 +29,13 @@ struct IdLayout {
 };
 static_assert(sizeof(IdLayout) == kIdBytes, "a unique id is 128 bytes");
 
-enum Kind : uint32_t { kHello = 0x51480001, kSegment = 0x51480002, kMapped = 0x51480003, kGo = 0x51480004,
-                       kAbort = 0x51480005 };
+enum Kind : uint32_t {
+  kHello = 0x51480001,
+  kSegment = 0x51480002,
+  kMapped = 0x51480003,
+  kGo = 0x51480004,
+  kAbort = 0x51480005
+};
 
 inline constexpr std::size_t kNameBytes = 128;
 inline constexpr std::size_t kMessageBytes = 512;
@@ -44,7 +49,7 @@ struct Hello {  // rank -> root
   int32_t local_code = 0;  // 0: this rank passed its own checks; else its status (see message)
   int32_t pid = 0;
   uint64_t window_bytes = 0;
-  int64_t wait_ms = 0;     // how long this rank waits from now on (its QCOLL_TIMEOUT_S)
+  int64_t wait_ms = 0;  // how long this rank waits from now on (its QCOLL_TIMEOUT_S)
   char name[kNameBytes] = {};
   char message[kMessageBytes] = {};
 };
@@ -54,7 +59,7 @@ struct Reply {  // root -> rank: kSegment, kGo or kAbort
   int32_t code = 0;              // kAbort: the status the rank returns
   int32_t ranks_in_process = 1;  // kSegment, kGo
   int32_t reserved = 0;
-  char shm_name[64] = {};        // kSegment
+  char shm_name[64] = {};            // kSegment
   char message[kMessageBytes] = {};  // kAbort
 };
 

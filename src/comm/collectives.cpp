@@ -24,7 +24,8 @@ constexpr std::size_t kPieceBytes = 128 * 1024;
 std::size_t async_chunk_rows(const ExchangeSpec& spec, std::size_t max_rows, std::size_t min_part_bytes) {
   const std::size_t row_bytes = std::max<std::size_t>(1, spec.x_row_bytes + spec.s_row_bytes);
   const std::size_t part_bytes = spec.rows_per_rank * row_bytes;
-  const std::size_t chunks = std::clamp<std::size_t>(part_bytes / std::max<std::size_t>(1, min_part_bytes), 1, kTargetChunks);
+  const std::size_t chunks =
+      std::clamp<std::size_t>(part_bytes / std::max<std::size_t>(1, min_part_bytes), 1, kTargetChunks);
   return std::min(max_rows, (spec.rows_per_rank + chunks - 1) / chunks);
 }
 
@@ -54,8 +55,8 @@ Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size
 }
 
 std::size_t max_chunk_rows(const Communicator& c, const ExchangeSpec& spec) {
-  const std::size_t rows = max_rows_for_part(c.max_part_bytes(kind_of(spec)), spec.x_row_bytes,
-                                             spec.s_row_bytes, spec.rows_per_rank);
+  const std::size_t rows =
+      max_rows_for_part(c.max_part_bytes(kind_of(spec)), spec.x_row_bytes, spec.s_row_bytes, spec.rows_per_rank);
   return spec.max_rows > 0 ? std::min(rows, spec.max_rows) : rows;
 }
 
@@ -66,8 +67,18 @@ class ExchangeRun {
  public:
   ExchangeRun(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline,
               const RowProducer* produce)
-      : c_(c), spec_(spec), consume_(consume), deadline_(deadline), produce_(produce), n_(c.size()), me_(c.rank()),
-        async_(c.async_transfers()), xs_(n_), ss_(n_), px_(n_), ps_(n_) {}
+      : c_(c),
+        spec_(spec),
+        consume_(consume),
+        deadline_(deadline),
+        produce_(produce),
+        n_(c.size()),
+        me_(c.rank()),
+        async_(c.async_transfers()),
+        xs_(n_),
+        ss_(n_),
+        px_(n_),
+        ps_(n_) {}
 
   Status plan();
   Status run(bool drain);
@@ -105,8 +116,10 @@ Status ExchangeRun::plan() {
     if (!spec_.reserved) {
       if (Status st = reserve_for_exchange(c_, spec_, 0, deadline_); !st.ok()) return st;
     }
-    max_rows_ = std::min(max_rows_, max_rows_for_part(w->slot_capacity() / static_cast<std::size_t>(n_), xrb, srb, rpr));
-    if (max_rows_ == 0) return Status::Error(StatusCode::InnerError, w->no_room_message(chunk_layout(n_, 1, xrb, srb).total_bytes));
+    max_rows_ =
+        std::min(max_rows_, max_rows_for_part(w->slot_capacity() / static_cast<std::size_t>(n_), xrb, srb, rpr));
+    if (max_rows_ == 0)
+      return Status::Error(StatusCode::InnerError, w->no_room_message(chunk_layout(n_, 1, xrb, srb).total_bytes));
   }
   if (async_) max_rows_ = async_chunk_rows(spec_, max_rows_, c_.min_chunk_part_bytes());
   exposed_ = produce_ == nullptr && c_.can_expose();
@@ -144,7 +157,7 @@ Status ExchangeRun::start(std::size_t i) {
   const std::size_t row0 = i * max_rows_, rows = rows_of(i);
   Communicator::Step s = 0;
   if (Status st = c_.begin_step(rows_shape(spec_, rows), "exchanging data", deadline_, &s); !st.ok()) return st;
-  for (int d = 0; d < (spec_.same_rows ? 1 : n_); ++d) {      // same_rows: one part, for every rank
+  for (int d = 0; d < (spec_.same_rows ? 1 : n_); ++d) {          // same_rows: one part, for every rank
     if (d == me_ && own_in_place_ && !spec_.same_rows) continue;  // read from the input when consumed
     if (Status st = fill(s, d, row0, rows); !st.ok()) return st;
   }
@@ -227,8 +240,13 @@ Status ExchangeRun::run(bool drain) {
 class GatherRun {
  public:
   GatherRun(Communicator& c, void* buf, std::size_t block_bytes, Clock::time_point deadline)
-      : c_(c), base_(static_cast<uint8_t*>(buf)), block_bytes_(block_bytes), deadline_(deadline), n_(c.size()),
-        me_(c.rank()), async_(c.async_transfers()) {}
+      : c_(c),
+        base_(static_cast<uint8_t*>(buf)),
+        block_bytes_(block_bytes),
+        deadline_(deadline),
+        n_(c.size()),
+        me_(c.rank()),
+        async_(c.async_transfers()) {}
 
   Status plan();
   Status run();
@@ -302,7 +320,8 @@ Status GatherRun::run() {
       if (Status st = start(i + ahead); !st.ok()) return st;
     }
     for (int k = 0; k < n_; ++k) {
-      if (k != me_) std::memcpy(base_ + static_cast<std::size_t>(k) * block_bytes_ + offset(i), c_.view(s, k).seg[0], piece(i));
+      if (k != me_)
+        std::memcpy(base_ + static_cast<std::size_t>(k) * block_bytes_ + offset(i), c_.view(s, k).seg[0], piece(i));
     }
     if (Status st = c_.release(s); !st.ok()) return st;
     if (i + ahead < npieces_ && !async_) {
@@ -313,8 +332,8 @@ Status GatherRun::run() {
 }
 }  // namespace
 
-Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
-                Clock::time_point deadline, const RowProducer* produce, bool drain) {
+Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline,
+                const RowProducer* produce, bool drain) {
   if (spec.rows_per_rank == 0) return Status::Ok();
   ExchangeRun run(c, spec, consume, deadline, produce);
   if (Status st = run.plan(); !st.ok()) return st;

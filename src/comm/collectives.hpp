@@ -44,8 +44,7 @@ using ChunkConsumer = std::function<Status(const Chunk&)>;
 // the rows themselves) into `part`:
 // segment 0 the x rows, segment 1 the scales rows (for rows that do not exist before the
 // exchange, e.g. quantized on the fly). Must not throw.
-using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::size_t rows,
-                                         const PartRegion& part)>;
+using RowProducer = std::function<Status(int dest, std::size_t row_begin, std::size_t rows, const PartRegion& part)>;
 
 // Largest number of rows of one chunk of `spec` on `c` (all rows_per_rank when the
 // transport has no window; 0 when not even one row fits: the window rule), at most
@@ -73,8 +72,8 @@ Status reserve_for_exchange(Communicator& c, const ExchangeSpec& spec, std::size
 // `drain` false: the caller makes every rank take one more step (e.g. the outcome
 // agreement) before spec.x / spec.scales may change; a peer publishes that step only after
 // it finished reading them, so it drains them, one wait fewer.
-Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume,
-                Clock::time_point deadline, const RowProducer* produce = nullptr, bool drain = true);
+Status exchange(Communicator& c, const ExchangeSpec& spec, const ChunkConsumer& consume, Clock::time_point deadline,
+                const RowProducer* produce = nullptr, bool drain = true);
 
 // All-gather in place: buf holds size() blocks of block_bytes, block rank() filled on
 // entry; on success every block is filled with the owner's data.

@@ -160,8 +160,7 @@ class Communicator {
   // every rank): `all` receives size() records in rank order. RUNTIME_ERROR when a peer does
   // not arrive by the deadline or the transport failed. Safe to call again right after it
   // returns, on every rank.
-  virtual Status allgather_records(const void* mine, std::size_t bytes, void* all,
-                                   Clock::time_point deadline) = 0;
+  virtual Status allgather_records(const void* mine, std::size_t bytes, void* all, Clock::time_point deadline) = 0;
 
   // ---- Data steps (see the top of this file).
   // Largest part_bytes() one step of `kind` can carry (a slot holds size() parts of a
@@ -170,8 +169,7 @@ class Communicator {
     (void)kind;
     return SIZE_MAX;
   }
-  virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline,
-                            Step* step) = 0;
+  virtual Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) = 0;
   // This rank's writable part for destination `dest` (Same steps: any dest, one part).
   virtual PartRegion region(Step s, int dest) = 0;
   // Instead of filling region(s, dest): peers read `part` in place (only if can_expose()).

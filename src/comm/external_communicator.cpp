@@ -62,8 +62,8 @@ Status ExternalCommunicator::call(const ExternalCollectives::Fn& fn, Slot& slot,
     s = fn(slot.send->data(), slot.recv->data(), bytes, left);
   }
   if (s.ok()) return s;
-  const std::string msg = "external transport of group \"" + name_ + "\", " + why + ": " + what +
-                          " failed: " + s.message;
+  const std::string msg =
+      "external transport of group \"" + name_ + "\", " + why + ": " + what + " failed: " + s.message;
   broken_ = true;
   broken_reason_ = msg;
   return Status::Error(StatusCode::RuntimeError, msg);

@@ -36,8 +36,7 @@
 namespace qcoll::comm {
 
 struct ExternalCollectives {
-  using Fn = std::function<Status(const void* send, void* recv, std::size_t bytes,
-                                  std::chrono::milliseconds timeout)>;
+  using Fn = std::function<Status(const void* send, void* recv, std::size_t bytes, std::chrono::milliseconds timeout)>;
   Fn all_gather;
   Fn all_to_all;
 };
@@ -87,8 +86,8 @@ class ExternalCommunicator final : public Communicator {
 
   // One call of `fn` on `slot` (what: "all-gather" / "all-to-all"; why: for the message);
   // breaks the communicator on failure.
-  Status call(const ExternalCollectives::Fn& fn, Slot& slot, const char* what, const char* why,
-              std::size_t bytes, Clock::time_point deadline);
+  Status call(const ExternalCollectives::Fn& fn, Slot& slot, const char* what, const char* why, std::size_t bytes,
+              Clock::time_point deadline);
   Status broken_status() const;
 
   std::string name_;

@@ -27,23 +27,20 @@ ProcessMap& process_map() {
 }
 
 Status already_registered(const std::string& name, const char* where) {
-  return Status::Error(StatusCode::ParamInvalid, "group: a communicator named '" + name +
-                                                     "' is already registered for this " + where);
+  return Status::Error(StatusCode::ParamInvalid,
+                       "group: a communicator named '" + name + "' is already registered for this " + where);
 }
 
 }  // namespace
 
 Status check_group_name(const char* name, const char* param) {
-  if (name == nullptr)
-    return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": must not be null");
+  if (name == nullptr) return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": must not be null");
   const std::size_t len = std::strlen(name);
-  if (len == 0)
-    return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": name must not be empty");
+  if (len == 0) return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": name must not be empty");
   if (len > kMaxGroupNameLen)
-    return Status::Error(StatusCode::ParamInvalid,
-                         std::string(param) + ": name must be shorter than " + std::to_string(kMaxGroupNameLen + 1) +
-                             " characters, got " +
-                             std::to_string(len) + " characters");
+    return Status::Error(StatusCode::ParamInvalid, std::string(param) + ": name must be shorter than " +
+                                                       std::to_string(kMaxGroupNameLen + 1) + " characters, got " +
+                                                       std::to_string(len) + " characters");
   return Status::Ok();
 }
 

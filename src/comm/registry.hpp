@@ -17,10 +17,10 @@ using contract::kMaxGroupNameLen;  // names must be shorter than 128 characters
 // argument in the message (e.g. "group", "name").
 Status check_group_name(const char* name, const char* param);
 
-Status register_for_thread(std::shared_ptr<Communicator> c);   // error if the thread already has the name
+Status register_for_thread(std::shared_ptr<Communicator> c);  // error if the thread already has the name
 void unregister_for_thread(std::string_view name);
 Status register_for_process(std::shared_ptr<Communicator> c);  // error if the process already has the name
 void unregister_for_process(std::string_view name);
-std::shared_ptr<Communicator> resolve(std::string_view name);   // nullptr if unknown
+std::shared_ptr<Communicator> resolve(std::string_view name);  // nullptr if unknown
 
 }  // namespace qcoll::comm

@@ -77,7 +77,10 @@ void ShmCommunicator::init_segment(unsigned char* base, int nranks, std::size_t 
 }
 
 ShmCommunicator::ShmCommunicator(std::string name, int rank, int nranks, std::size_t window_bytes, ShmMapping mapping)
-    : name_(std::move(name)), rank_(rank), nranks_(nranks), window_bytes_(round_up(window_bytes, kPage)),
+    : name_(std::move(name)),
+      rank_(rank),
+      nranks_(nranks),
+      window_bytes_(round_up(window_bytes, kPage)),
       mapping_(std::move(mapping)) {
   if (!mapping_ || rank < 0 || rank >= nranks || mapping_.bytes() != segment_bytes(nranks, window_bytes)) return;
   const auto* h = reinterpret_cast<const Header*>(mapping_.data());
@@ -137,12 +140,13 @@ Status ShmCommunicator::peer_failed(int k) const {
   const int32_t pid = c.pid.load(std::memory_order_relaxed);
   const std::string who = "rank " + std::to_string(k) + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
   if (c.failure.load(std::memory_order_relaxed) == kFailureTimeout) {
-    return Status::Error(StatusCode::RuntimeError,
-                         "the group broke: " + who + " timed out (QCOLL_TIMEOUT_S) waiting for its peers in a "
-                         "call; destroy the communicator and create it again");
+    return Status::Error(StatusCode::RuntimeError, "the group broke: " + who +
+                                                       " timed out (QCOLL_TIMEOUT_S) waiting for its peers in a "
+                                                       "call; destroy the communicator and create it again");
   }
-  return Status::Error(StatusCode::RuntimeError, "the group broke: " + who + " failed in a call (a peer of it left, "
-                                                 "exited or failed); destroy the communicator and create it again");
+  return Status::Error(StatusCode::RuntimeError, "the group broke: " + who +
+                                                     " failed in a call (a peer of it left, "
+                                                     "exited or failed); destroy the communicator and create it again");
 }
 
 Status ShmCommunicator::peer_gone(int k) const {
@@ -194,11 +198,11 @@ Status ShmCommunicator::wait_all(const Pred& pred, Clock::time_point deadline, c
                                   "shared memory transport, " + std::string(what) + ": " + gone.message));
       }
       if (Clock::now() >= deadline) {
-        return fail(Status::Error(StatusCode::RuntimeError,
-                                  "shared memory transport, " + std::string(what) + ": timed out after " +
-                                      seconds_text(Clock::now() - start) + " s (QCOLL_TIMEOUT_S) waiting for rank " +
-                                      std::to_string(k)),
-                    kFailureTimeout);
+        return fail(
+            Status::Error(StatusCode::RuntimeError, "shared memory transport, " + std::string(what) +
+                                                        ": timed out after " + seconds_text(Clock::now() - start) +
+                                                        " s (QCOLL_TIMEOUT_S) waiting for rank " + std::to_string(k)),
+            kFailureTimeout);
       }
     }
   }
@@ -222,8 +226,8 @@ Status ShmCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   }
   const uint64_t g = next_step_;
   if (g >= 2) {
-    Status s = wait_all([&](int k) { return control(k).consumed.load(std::memory_order_acquire) + 1 >= g; },
-                        deadline, what);
+    Status s =
+        wait_all([&](int k) { return control(k).consumed.load(std::memory_order_acquire) + 1 >= g; }, deadline, what);
     if (!s.ok()) return s;
   }
   steps_[g & 1] = StepInfo{shape, what};
@@ -270,7 +274,8 @@ Status ShmCommunicator::allgather_records(const void* mine, std::size_t bytes, v
   std::memcpy(control(rank_).record[g & 1], mine, bytes);
   if (Status s = publish(g); !s.ok()) return s;
   if (Status s = wait_step(g, deadline); !s.ok()) return s;
-  for (int k = 0; k < nranks_; ++k) std::memcpy(static_cast<unsigned char*>(all) + k * bytes, control(k).record[g & 1], bytes);
+  for (int k = 0; k < nranks_; ++k)
+    std::memcpy(static_cast<unsigned char*>(all) + k * bytes, control(k).record[g & 1], bytes);
   return release(g);
 }
 

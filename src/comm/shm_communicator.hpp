@@ -122,7 +122,7 @@ class ShmCommunicator final : public Communicator, public Window {
   // Waits until pred(k) holds for every rank k.
   template <class Pred>
   Status wait_all(const Pred& pred, Clock::time_point deadline, const char* what);
-  Status peer_gone(int k) const;  // RUNTIME_ERROR if rank k left, failed or died; else Ok
+  Status peer_gone(int k) const;    // RUNTIME_ERROR if rank k left, failed or died; else Ok
   Status peer_failed(int k) const;  // RUNTIME_ERROR if rank k is marked failed; else Ok
   // Reserves [offset, offset + len) of this rank's window (offsets from its start).
   Status grow(std::size_t offset, std::size_t len, bool* no_space);

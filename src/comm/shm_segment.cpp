@@ -112,9 +112,9 @@ Status create_shm(const std::string& name, std::size_t bytes, ShmMapping& out, b
     s = sys_error("shared memory: ftruncate to " + std::to_string(bytes) + " bytes", errno);
   } else if (const int rc = reserve > 0 ? posix_fallocate(fd, 0, static_cast<off_t>(reserve)) : 0; rc != 0) {
     if (no_space) *no_space = rc == ENOSPC;
-    s = Status::Error(StatusCode::InnerError,
-                      "shared memory: cannot reserve " + mb_text(reserve) + " MB in /dev/shm (" +
-                          std::strerror(rc) + "); lower HCCL_BUFFSIZE (MB per rank) or enlarge /dev/shm");
+    s = Status::Error(StatusCode::InnerError, "shared memory: cannot reserve " + mb_text(reserve) +
+                                                  " MB in /dev/shm (" + std::strerror(rc) +
+                                                  "); lower HCCL_BUFFSIZE (MB per rank) or enlarge /dev/shm");
   } else {
     s = map_fd(fd, bytes, out);
   }

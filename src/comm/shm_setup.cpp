@@ -25,8 +25,7 @@ Status attach_segment(const std::string& comm_name, int rank, int nranks, std::s
     if (!s.ok()) return s;
   }
   auto c = std::make_shared<ShmCommunicator>(comm_name, rank, nranks, window_bytes, std::move(mapping));
-  if (!c->valid())
-    return Status::Error(StatusCode::InnerError, "shared memory segment " + shm_name + " is not valid");
+  if (!c->valid()) return Status::Error(StatusCode::InnerError, "shared memory segment " + shm_name + " is not valid");
   out = std::move(c);
   return Status::Ok();
 }

@@ -23,9 +23,7 @@ LiveNames& live_names() {
   return *ln;
 }
 
-Status runtime_error(std::string msg) {
-  return Status::Error(StatusCode::RuntimeError, std::move(msg));
-}
+Status runtime_error(std::string msg) { return Status::Error(StatusCode::RuntimeError, std::move(msg)); }
 
 }  // namespace
 
@@ -43,8 +41,13 @@ struct ThreadGroup::State {
   };
 
   State(std::string nm, int size)
-      : name(std::move(nm)), n(size), joined(size, false), begun(size, 0), written(size, 0),
-        consumed(size, 0), slots(static_cast<std::size_t>(size) * 2) {}
+      : name(std::move(nm)),
+        n(size),
+        joined(size, false),
+        begun(size, 0),
+        written(size, 0),
+        consumed(size, 0),
+        slots(static_cast<std::size_t>(size) * 2) {}
 
   const std::string name;
   const int n;
@@ -111,8 +114,7 @@ bool same_shape(const StepShape& a, const StepShape& b) {
 
 class ThreadRankCommunicator final : public Communicator {
  public:
-  ThreadRankCommunicator(std::shared_ptr<ThreadGroup::State> s, int rank)
-      : s_(std::move(s)), rank_(rank) {}
+  ThreadRankCommunicator(std::shared_ptr<ThreadGroup::State> s, int rank) : s_(std::move(s)), rank_(rank) {}
   ~ThreadRankCommunicator() override {
     std::lock_guard<std::mutex> lk(s_->mu);
     s_->joined[rank_] = false;
@@ -219,8 +221,7 @@ class ThreadRankCommunicator final : public Communicator {
     std::unique_lock<std::mutex> lk(s_->mu);
     if (s_->broken) return s_->broken_status();
     const uint64_t mine = s_->written[rank_];
-    return s_->wait_for(lk, rank_, deadline, s_->last_what[rank_],
-                        [&](int k) { return s_->consumed[k] < mine; });
+    return s_->wait_for(lk, rank_, deadline, s_->last_what[rank_], [&](int k) { return s_->consumed[k] < mine; });
   }
 
  private:
@@ -244,9 +245,8 @@ Status ThreadGroup::create(const char* name, int nranks, std::unique_ptr<ThreadG
   *out = nullptr;
   if (Status st = check_group_name(name, "name"); !st.ok()) return st;
   if (nranks < 1 || nranks > kMaxThreadGroupSize)
-    return Status::Error(StatusCode::ParamInvalid,
-                         "nranks: must be in [1, " + std::to_string(kMaxThreadGroupSize) +
-                             "], got " + std::to_string(nranks));
+    return Status::Error(StatusCode::ParamInvalid, "nranks: must be in [1, " + std::to_string(kMaxThreadGroupSize) +
+                                                       "], got " + std::to_string(nranks));
   auto& ln = live_names();
   std::lock_guard<std::mutex> lk(ln.mu);
   if (ln.names.count(std::string_view(name)))
@@ -276,15 +276,15 @@ bool ThreadGroup::broken() const {
 
 Status ThreadGroup::join(int rank) {
   if (rank < 0 || rank >= state_->n)
-    return Status::Error(StatusCode::ParamInvalid,
-                         "rank: must be in [0, " + std::to_string(state_->n - 1) + "] for group '" +
-                             state_->name + "', got " + std::to_string(rank));
+    return Status::Error(StatusCode::ParamInvalid, "rank: must be in [0, " + std::to_string(state_->n - 1) +
+                                                       "] for group '" + state_->name + "', got " +
+                                                       std::to_string(rank));
   {
     std::lock_guard<std::mutex> lk(state_->mu);
     if (state_->joined[rank])
-      return Status::Error(StatusCode::ParamInvalid,
-                           "rank: rank " + std::to_string(rank) + " of group '" + state_->name +
-                               "' is already joined by a thread (leave it first)");
+      return Status::Error(StatusCode::ParamInvalid, "rank: rank " + std::to_string(rank) + " of group '" +
+                                                         state_->name +
+                                                         "' is already joined by a thread (leave it first)");
     state_->joined[rank] = true;
   }
   // From here on the communicator's destructor clears joined[rank].
@@ -296,8 +296,8 @@ Status ThreadGroup::leave() {
   auto c = resolve(state_->name);
   auto* tc = dynamic_cast<ThreadRankCommunicator*>(c.get());
   if (tc == nullptr || tc->state() != state_.get())
-    return Status::Error(StatusCode::ParamInvalid, "group: the calling thread has not joined group '" +
-                                                       state_->name + "'");
+    return Status::Error(StatusCode::ParamInvalid,
+                         "group: the calling thread has not joined group '" + state_->name + "'");
   c.reset();
   unregister_for_thread(state_->name);
   return Status::Ok();

@@ -4,9 +4,9 @@
 // process, guarded by one mutex. Zero copy: a rank exposes pointers into its own buffers
 // (its input rows, its output block) and its peers read them in place; drain() keeps every
 // buffer valid until all ranks finished reading. Slots for data that must be written
-// somewhere (records, region()) are heap buffers of the group, grown on demand. Every wait is bounded by the call's deadline. A timeout leaves
-// the ranks out of step, so it breaks the whole group for good: every later call on any
-// rank fails at once with RUNTIME_ERROR saying why; destroy the group and create a new one.
+// somewhere (records, region()) are heap buffers of the group, grown on demand. Every wait is bounded by the call's
+// deadline. A timeout leaves the ranks out of step, so it breaks the whole group for good: every later call on any rank
+// fails at once with RUNTIME_ERROR saying why; destroy the group and create a new one.
 #pragma once
 #include <memory>
 #include <string>

@@ -29,8 +29,8 @@ std::size_t max_rows_for_part(std::size_t max_part, std::size_t x_row_bytes, std
 std::size_t max_chunk_rows_for_window(std::size_t window_bytes, int nranks, const ExchangeSpec& spec) {
   if (nranks <= 0) return spec.rows_per_rank;
   // A slot holds one part per destination: nranks * part <= the slot.
-  return max_rows_for_part(contract::window_slot_bytes(window_bytes) / static_cast<std::size_t>(nranks), spec.x_row_bytes,
-                           spec.s_row_bytes, spec.rows_per_rank);
+  return max_rows_for_part(contract::window_slot_bytes(window_bytes) / static_cast<std::size_t>(nranks),
+                           spec.x_row_bytes, spec.s_row_bytes, spec.rows_per_rank);
 }
 
 std::string window_too_small_message(std::size_t window_bytes, int nranks, const ExchangeSpec& spec) {

@@ -42,8 +42,7 @@ ChunkLayout chunk_layout(int nranks, std::size_t rows, std::size_t x_row_bytes, 
 
 // Largest number of rows (<= rows) whose part for one destination, x rows then scales rows
 // each rounded up to 512 bytes, fits in max_part bytes; 0 when not even one row fits.
-std::size_t max_rows_for_part(std::size_t max_part, std::size_t x_row_bytes, std::size_t s_row_bytes,
-                              std::size_t rows);
+std::size_t max_rows_for_part(std::size_t max_part, std::size_t x_row_bytes, std::size_t s_row_bytes, std::size_t rows);
 
 // Largest number of rows (<= spec.rows_per_rank) of one chunk that fits a window of
 // window_bytes per rank; 0 when not even one row fits.

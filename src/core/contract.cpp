@@ -66,17 +66,23 @@ std::string quant_mode_short_names() {
 
 std::size_t scale_group(DType scales_dtype) {
   switch (scales_dtype) {
-    case DType::Float: return kKgGroup;
-    case DType::Float8E8M0: return kMxGroup;
-    default: return 0;
+    case DType::Float:
+      return kKgGroup;
+    case DType::Float8E8M0:
+      return kMxGroup;
+    default:
+      return 0;
   }
 }
 
 std::size_t h_multiple(DType scales_dtype) {
   switch (scales_dtype) {
-    case DType::Float: return kKgGroup;
-    case DType::Float8E8M0: return kMxHMultiple;
-    default: return 0;
+    case DType::Float:
+      return kKgGroup;
+    case DType::Float8E8M0:
+      return kMxHMultiple;
+    default:
+      return 0;
   }
 }
 
@@ -109,9 +115,7 @@ const char* mode_name(DType scales_dtype) {
 
 // ---- Quantizer arguments ----
 
-bool hif8_target_ok(float target) {
-  return target == 0.0f || (target >= kHif8TargetMin && target <= kHif8TargetMax);
-}
+bool hif8_target_ok(float target) { return target == 0.0f || (target >= kHif8TargetMin && target <= kHif8TargetMax); }
 
 namespace {
 
@@ -123,8 +127,8 @@ Status check_dtypes_named(DType x_dtype, DType scales_dtype, const char* x_param
                      dtype_text(x_dtype));
   } else if (is_mx(scales_dtype)) {
     if (!dtypes_fit(x_dtype, scales_dtype))
-      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(kMxXDtypes) +
-                     ", got " + dtype_text(x_dtype));
+      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(kMxXDtypes) + ", got " +
+                     dtype_text(x_dtype));
   } else {
     return invalid(std::string(scales_param) + ": must be float (KG) or float8_e8m0 (MX), got " +
                    dtype_text(scales_dtype));
@@ -173,10 +177,14 @@ Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float 
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::AllReduce: return "QuantAllReduce";
-    case Op::QuantizeReduceScatter: return "QuantizeReduceScatter";
-    case Op::QuantizeAllReduce: return "QuantizeAllReduce";
-    default: return "QuantReduceScatter";
+    case Op::AllReduce:
+      return "QuantAllReduce";
+    case Op::QuantizeReduceScatter:
+      return "QuantizeReduceScatter";
+    case Op::QuantizeAllReduce:
+      return "QuantizeAllReduce";
+    default:
+      return "QuantReduceScatter";
   }
 }
 bool is_fused(Op op) { return op == Op::QuantizeReduceScatter || op == Op::QuantizeAllReduce; }
@@ -197,8 +205,8 @@ std::string rank_count_list() {
 
 Status check_comm_size(int nranks) {
   if (nranks >= 1 && nranks <= kMaxCommRanks) return Status::Ok();
-  return Status::Error(StatusCode::ParamInvalid, "nranks: must be in [1, " + std::to_string(kMaxCommRanks) +
-                                                     "], got " + std::to_string(nranks));
+  return Status::Error(StatusCode::ParamInvalid,
+                       "nranks: must be in [1, " + std::to_string(kMaxCommRanks) + "], got " + std::to_string(nranks));
 }
 
 bool op_h_ok(int64_t H) { return H % kOpHMultiple == 0 && H >= kOpHMin && H <= kOpHMax; }
@@ -220,8 +228,7 @@ std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_
 bool is_input_dtype(DType t) { return contains(kInputDtypes, t); }
 
 Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target) {
-  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype"); !st.ok())
-    return st;
+  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype"); !st.ok()) return st;
   if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
     return check_target_named(hif8_target, "config.hif8Target");
   return Status::Ok();

@@ -15,21 +15,34 @@ struct NameEntry {
 
 // Canonical names first (dtype_name returns the first match), then aliases.
 constexpr NameEntry kNames[] = {
-    {"float", DType::Float},           {"float16", DType::Float16},
-    {"int8", DType::Int8},             {"uint8", DType::UInt8},
-    {"bfloat16", DType::BFloat16},     {"hifloat8", DType::HiFloat8},
-    {"float8_e5m2", DType::Float8E5M2}, {"float8_e4m3fn", DType::Float8E4M3FN},
-    {"float8_e8m0", DType::Float8E8M0}, {"float4_e2m1", DType::Float4E2M1},
+    {"float", DType::Float},
+    {"float16", DType::Float16},
+    {"int8", DType::Int8},
+    {"uint8", DType::UInt8},
+    {"bfloat16", DType::BFloat16},
+    {"hifloat8", DType::HiFloat8},
+    {"float8_e5m2", DType::Float8E5M2},
+    {"float8_e4m3fn", DType::Float8E4M3FN},
+    {"float8_e8m0", DType::Float8E8M0},
+    {"float4_e2m1", DType::Float4E2M1},
     {"float4_e1m2", DType::Float4E1M2},
     // aliases
-    {"fp32", DType::Float},            {"float32", DType::Float},
-    {"fp16", DType::Float16},          {"half", DType::Float16},
-    {"bf16", DType::BFloat16},         {"hif8", DType::HiFloat8},
-    {"e5m2", DType::Float8E5M2},       {"fp8_e5m2", DType::Float8E5M2},
-    {"e4m3", DType::Float8E4M3FN},     {"e4m3fn", DType::Float8E4M3FN},
-    {"fp8_e4m3fn", DType::Float8E4M3FN}, {"float8_e4m3", DType::Float8E4M3FN},
-    {"e8m0", DType::Float8E8M0},       {"float8_e8m0fnu", DType::Float8E8M0},
-    {"float4_e2m1fn", DType::Float4E2M1}, {"e2m1", DType::Float4E2M1},
+    {"fp32", DType::Float},
+    {"float32", DType::Float},
+    {"fp16", DType::Float16},
+    {"half", DType::Float16},
+    {"bf16", DType::BFloat16},
+    {"hif8", DType::HiFloat8},
+    {"e5m2", DType::Float8E5M2},
+    {"fp8_e5m2", DType::Float8E5M2},
+    {"e4m3", DType::Float8E4M3FN},
+    {"e4m3fn", DType::Float8E4M3FN},
+    {"fp8_e4m3fn", DType::Float8E4M3FN},
+    {"float8_e4m3", DType::Float8E4M3FN},
+    {"e8m0", DType::Float8E8M0},
+    {"float8_e8m0fnu", DType::Float8E8M0},
+    {"float4_e2m1fn", DType::Float4E2M1},
+    {"e2m1", DType::Float4E2M1},
     {"e1m2", DType::Float4E1M2},
 };
 
@@ -52,17 +65,21 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 std::size_t dtype_bits(DType t) {
   switch (t) {
-    case DType::Float: return 32;
+    case DType::Float:
+      return 32;
     case DType::Float16:
-    case DType::BFloat16: return 16;
+    case DType::BFloat16:
+      return 16;
     case DType::Int8:
     case DType::UInt8:
     case DType::HiFloat8:
     case DType::Float8E5M2:
     case DType::Float8E4M3FN:
-    case DType::Float8E8M0: return 8;
+    case DType::Float8E8M0:
+      return 8;
     case DType::Float4E2M1:
-    case DType::Float4E1M2: return 4;
+    case DType::Float4E1M2:
+      return 4;
   }
   return 0;
 }
@@ -79,8 +96,8 @@ std::size_t dtype_bytes(DType t, std::size_t count) {
 }
 
 bool is_8bit_format(DType t) {
-  return t == DType::Int8 || t == DType::HiFloat8 || t == DType::Float8E5M2 ||
-         t == DType::Float8E4M3FN || t == DType::Float8E8M0;
+  return t == DType::Int8 || t == DType::HiFloat8 || t == DType::Float8E5M2 || t == DType::Float8E4M3FN ||
+         t == DType::Float8E8M0;
 }
 
 bool is_4bit_format(DType t) { return t == DType::Float4E2M1 || t == DType::Float4E1M2; }

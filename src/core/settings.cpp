@@ -77,8 +77,7 @@ std::optional<double> parse_timeout_seconds(const char* text) {
   if (text == nullptr) return kDefaultTimeoutSeconds;
   char* end = nullptr;
   const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(v) || v <= 0.0 || v > kMaxTimeoutSeconds)
-    return std::nullopt;
+  if (end == text || *end != '\0' || !std::isfinite(v) || v <= 0.0 || v > kMaxTimeoutSeconds) return std::nullopt;
   return v;
 }
 
@@ -134,9 +133,12 @@ Status window_bytes(std::size_t& bytes) {
 
 const char* transport_name(Transport t) {
   switch (t) {
-    case Transport::Shm: return "shm";
-    case Transport::Mpi: return "mpi";
-    case Transport::Auto: break;
+    case Transport::Shm:
+      return "shm";
+    case Transport::Mpi:
+      return "mpi";
+    case Transport::Auto:
+      break;
   }
   return "auto";
 }
@@ -211,9 +213,12 @@ std::size_t mpi_chunk_kib() {
 
 const char* all_reduce_name(AllReduce a) {
   switch (a) {
-    case AllReduce::ReduceScatter: return "reduce-scatter";
-    case AllReduce::Gather: return "gather";
-    case AllReduce::Auto: break;
+    case AllReduce::ReduceScatter:
+      return "reduce-scatter";
+    case AllReduce::Gather:
+      return "gather";
+    case AllReduce::Auto:
+      break;
   }
   return "auto";
 }

@@ -33,8 +33,7 @@ int64_t usable_simd_target(std::string_view name) {
 }
 
 std::size_t dispatch_table_index(int64_t t) {
-  const int64_t mask = (HWY_CHOSEN_TARGET_SHIFT(t) | HWY_CHOSEN_TARGET_MASK_SCALAR) &
-                       HWY_CHOSEN_TARGET_MASK_TARGETS;
+  const int64_t mask = (HWY_CHOSEN_TARGET_SHIFT(t) | HWY_CHOSEN_TARGET_MASK_SCALAR) & HWY_CHOSEN_TARGET_MASK_TARGETS;
   return hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(mask));
 }
 

@@ -7,8 +7,8 @@ namespace qcoll::core {
 
 struct WorkerPool::Batch {
   const std::function<void(int)>* part = nullptr;
-  int pending = 0;              // parts not finished yet (guarded by mutex_)
-  std::exception_ptr error;     // first exception (guarded by mutex_)
+  int pending = 0;           // parts not finished yet (guarded by mutex_)
+  std::exception_ptr error;  // first exception (guarded by mutex_)
 };
 
 WorkerPool& WorkerPool::shared() {

@@ -108,13 +108,11 @@ HWY_INLINE CodeVec<DF> EncodeIeeeLikeSat(DF df, hn::Vec<DF> r, hn::Mask<DF>* nea
     *near = hn::RebindMask(df, hn::Gt(hn::BitCast(di, err), below));
   }
   constexpr int32_t kOffset = kSubMagicField << kM;
-  auto code = hn::Add(hn::Sub(hn::BitCast(di, s), magic),
-                      hn::Sub(hn::ShiftRight<23 - kM>(magic), hn::Set(di, kOffset)));
-  if constexpr (R != EncodeRange::kNoOverflow)
-    code = hn::Min(code, hn::Set(di, static_cast<int32_t>(T::kMaxCode)));
+  auto code =
+      hn::Add(hn::Sub(hn::BitCast(di, s), magic), hn::Sub(hn::ShiftRight<23 - kM>(magic), hn::Set(di, kOffset)));
+  if constexpr (R != EncodeRange::kNoOverflow) code = hn::Min(code, hn::Set(di, static_cast<int32_t>(T::kMaxCode)));
   if constexpr (R == EncodeRange::kAny) {
-    const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))),
-                               hn::Set(di, 0x7F800000));
+    const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
     code = hn::IfThenElse(is_nan, hn::Set(di, static_cast<int32_t>(T::kNaNCode)), code);
   }
   return hn::OrAnd(hn::BitCast(du, code), hn::ShiftRight<24>(bits), hn::Set(du, 0x80u));
@@ -204,8 +202,7 @@ HWY_INLINE hn::Vec<DU> HiF8Base(DU du, hn::Vec<DU> field) {
   const hn::RebindToSigned<DU> di;
   const auto e = hn::Sub(hn::BitCast(di, field), hn::Set(di, 127));
   const auto m = hn::BitCast(du, hn::Min(hn::Abs(e), hn::Set(di, 15)));
-  const auto normal = hn::IfThenElse(hn::RebindMask(du, hn::Lt(e, hn::Zero(di))),
-                                     Lookup16(du, kHiF8Tables.base_neg, m),
+  const auto normal = hn::IfThenElse(hn::RebindMask(du, hn::Lt(e, hn::Zero(di))), Lookup16(du, kHiF8Tables.base_neg, m),
                                      Lookup16(du, kHiF8Tables.base_pos, m));
   const auto denormal_code = hn::Max(hn::Add(e, hn::Set(di, T::kDenormalOffset)), hn::Set(di, 1));
   const auto denormal = hn::RebindMask(du, hn::Lt(e, hn::Set(di, hif8::kMaxDenormalExp + 1)));
@@ -227,14 +224,12 @@ HWY_INLINE CodeVec<DF> EncodeHiF8Sat(DF df, hn::Vec<DF> r) {
   const auto bits = hn::BitCast(du, r);
   const auto abs = hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)));
   // (Below 1.25 * 2^15 the rounding itself stops at 2^15.)
-  const auto a = R == EncodeRange::kNoOverflow
-                     ? hn::BitCast(du, abs)
-                     : hn::BitCast(du, hn::Min(abs, hn::Set(di, kHiF8HighestField << 23)));
+  const auto a = R == EncodeRange::kNoOverflow ? hn::BitCast(du, abs)
+                                               : hn::BitCast(du, hn::Min(abs, hn::Set(di, kHiF8HighestField << 23)));
   const auto shift = HiF8HalfShift(du, hn::ShiftRight<23>(a));
   const auto t = hn::Add(a, hn::Shl(hn::Set(du, 1u), shift));
   const auto q = hn::Shr(hn::And(t, hn::Set(du, 0x7FFFFFu)), hn::Add(shift, hn::Set(du, 1u)));
-  auto code = hn::OrAnd(hn::Or(HiF8Base(du, hn::ShiftRight<23>(t)), q), hn::ShiftRight<24>(bits),
-                        hn::Set(du, 0x80u));
+  auto code = hn::OrAnd(hn::Or(HiF8Base(du, hn::ShiftRight<23>(t)), q), hn::ShiftRight<24>(bits), hn::Set(du, 0x80u));
   // Below 2^-23: 0 without a sign (where the lookups above read junk).
   const auto tiny = hn::Lt(abs, hn::Set(di, kHiF8LowestField << 23));
   code = hn::IfThenZeroElse(hn::RebindMask(du, tiny), code);

@@ -33,8 +33,7 @@ uint16_t encode_float16(float v) {
   const uint32_t bits = detail::f32_bits(v);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs_bits = bits & detail::kF32AbsMask;
-  if (detail::f32_abs_is_nan(abs_bits))
-    return sign | T::kNaNCode | static_cast<uint16_t>((abs_bits >> 13) & 0x3FFu);
+  if (detail::f32_abs_is_nan(abs_bits)) return sign | T::kNaNCode | static_cast<uint16_t>((abs_bits >> 13) & 0x3FFu);
   const uint32_t code = detail::round_magnitude_rne<T::kExponentBias, T::kMantissaBits>(abs_bits);
   if (code > T::kMaxCode) return sign | T::kInfCode;  // overflow and Inf
   return sign | static_cast<uint16_t>(code);

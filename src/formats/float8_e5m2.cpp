@@ -27,8 +27,7 @@ float decode_float8_e5m2(uint8_t b) {
   const bool neg = (b & T::kSignMask) != 0;
   float mag;
   if (exp == kExpAllOnes) {
-    mag = man == 0 ? std::numeric_limits<float>::infinity()
-                   : std::numeric_limits<float>::quiet_NaN();
+    mag = man == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
   } else if (exp == 0) {
     mag = std::ldexp(static_cast<float>(man), 1 - T::kExponentBias - kM);
   } else {

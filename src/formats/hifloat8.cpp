@@ -30,7 +30,7 @@ using T = Traits<DType::HiFloat8>;
 constexpr uint8_t kNaNCode = T::kNaNCode;
 constexpr uint8_t kInfCode = T::kInfCode;
 constexpr uint8_t kMaxFiniteCode = T::kMaxCode;  // 32768
-constexpr int kMinExp = hif8::kMinExp;  // 0x01 = 2^-22
+constexpr int kMinExp = hif8::kMinExp;           // 0x01 = 2^-22
 constexpr int kMaxExp = hif8::kMaxExp;
 
 using hif8::Binade;
@@ -47,15 +47,25 @@ float decode_hifloat8(uint8_t b) {
   if (v < 0x08) return s * std::ldexp(1.0f, v - T::kDenormalOffset);  // denormal
   int mag, mant_bits, exp_neg;
   if (v >= 0x60) {
-    mag = 8 + ((v >> 1) & 7); mant_bits = 1; exp_neg = v & 0x10;
+    mag = 8 + ((v >> 1) & 7);
+    mant_bits = 1;
+    exp_neg = v & 0x10;
   } else if (v >= 0x40) {
-    mag = 4 + ((v >> 2) & 3); mant_bits = 2; exp_neg = v & 0x10;
+    mag = 4 + ((v >> 2) & 3);
+    mant_bits = 2;
+    exp_neg = v & 0x10;
   } else if (v >= 0x20) {
-    mag = 2 + ((v >> 3) & 1); mant_bits = 3; exp_neg = v & 0x10;
+    mag = 2 + ((v >> 3) & 1);
+    mant_bits = 3;
+    exp_neg = v & 0x10;
   } else if (v >= 0x10) {
-    mag = 1; mant_bits = 3; exp_neg = v & 0x08;
+    mag = 1;
+    mant_bits = 3;
+    exp_neg = v & 0x08;
   } else {
-    mag = 0; mant_bits = 3; exp_neg = 0;
+    mag = 0;
+    mant_bits = 3;
+    exp_neg = 0;
   }
   const int mant = v & ((1 << mant_bits) - 1);
   const int e = exp_neg ? -mag : mag;
@@ -69,14 +79,14 @@ uint8_t encode_hifloat8(float v, Saturation s) {
   if (detail::f32_abs_is_nan(abs_bits)) return kNaNCode;
   const uint8_t overflow = sign | (s == Saturation::Saturating ? kMaxFiniteCode : kInfCode);
   int e = static_cast<int>(abs_bits >> 23) - 127;
-  if (e > kMaxExp) return overflow;             // >= 2^16, and Inf
-  if (e < kMinExp - 1) return 0x00;             // < 2^-23 (fp32 subnormals included)
-  if (e == kMinExp - 1) return sign | 0x01;     // [2^-23, 2^-22) -> 2^-22
+  if (e > kMaxExp) return overflow;          // >= 2^16, and Inf
+  if (e < kMinExp - 1) return 0x00;          // < 2^-23 (fp32 subnormals included)
+  if (e == kMinExp - 1) return sign | 0x01;  // [2^-23, 2^-22) -> 2^-22
   const uint32_t man32 = abs_bits & 0x7FFFFFu;
   Binade bin = kBinades[e - kMinExp];
   const unsigned drop = 23u - bin.mant_bits;
   uint32_t q = (man32 >> drop) + ((man32 >> (drop - 1)) & 1u);  // ties away from zero
-  if (q == (uint32_t{1} << bin.mant_bits)) {  // carry into the next binade
+  if (q == (uint32_t{1} << bin.mant_bits)) {                    // carry into the next binade
     q = 0;
     if (++e > kMaxExp) return overflow;
     bin = kBinades[e - kMinExp];

@@ -44,8 +44,7 @@ constexpr float ieee_like_value(uint32_t code, int bias, int mant_bits) {
   const uint32_t exp = code >> mant_bits;
   const uint32_t man = code & ((uint32_t{1} << mant_bits) - 1);
   if (exp == 0) return static_cast<float>(man) * exp2i(1 - bias - mant_bits);
-  return static_cast<float>((uint32_t{1} << mant_bits) + man) *
-         exp2i(static_cast<int>(exp) - bias - mant_bits);
+  return static_cast<float>((uint32_t{1} << mant_bits) + man) * exp2i(static_cast<int>(exp) - bias - mant_bits);
 }
 
 // The members an IEEE-like layout derives from its widths, its bias and its largest code.
@@ -67,7 +66,8 @@ struct IeeeLikeFields {
 
 // The IEEE-like formats of whole Bits codes, bias 2^(ExpBits-1) - 1.
 template <class BitsT, int ExpBits, int MantBits, BitsT MaxCode>
-struct IeeeLikeTraits : IeeeLikeFields<BitsT, 8 * sizeof(BitsT), ExpBits, MantBits, (1 << (ExpBits - 1)) - 1, MaxCode> {};
+struct IeeeLikeTraits : IeeeLikeFields<BitsT, 8 * sizeof(BitsT), ExpBits, MantBits, (1 << (ExpBits - 1)) - 1, MaxCode> {
+};
 
 // The members of a byte format whose codes are all finite: no Inf, no NaN (an encoder
 // writes code 0 for a NaN input).
@@ -161,9 +161,9 @@ struct Traits<DType::HiFloat8> {
   using Bits = uint8_t;
   static constexpr int kBits = 8;
   static constexpr bool kSigned = true;
-  static constexpr int kExponentBits = 4;   // the widest (dot 11)
-  static constexpr int kMantissaBits = 3;   // the widest (dot 01, 001, 0001)
-  static constexpr int kExponentBias = 0;   // sign-magnitude exponent
+  static constexpr int kExponentBits = 4;  // the widest (dot 11)
+  static constexpr int kMantissaBits = 3;  // the widest (dot 01, 001, 0001)
+  static constexpr int kExponentBias = 0;  // sign-magnitude exponent
   static constexpr Bits kSignMask = 0x80;
   static constexpr Bits kAbsMask = 0x7F;
   static constexpr bool kHasInf = true;

@@ -63,7 +63,8 @@ static_assert(E5::kExponentBits == F16::kExponentBits && E5::kExponentBias == F1
 constexpr int kE4ToF16Shift = F16::kMantissaBits - E4::kMantissaBits;
 constexpr int kE4Fp16Fold = F16::kExponentBias - E4::kExponentBias;
 constexpr float kE4Fp16Factor = formats::exp2i(kE4Fp16Fold);
-[[maybe_unused]] constexpr uint16_t kE4Fp16Mask = static_cast<uint16_t>(F16::kSignMask | (E4::kAbsMask << kE4ToF16Shift));
+[[maybe_unused]] constexpr uint16_t kE4Fp16Mask =
+    static_cast<uint16_t>(F16::kSignMask | (E4::kAbsMask << kE4ToF16Shift));
 // The E4M3FN NaN is every magnitude bit set (the "(code + 1) & abs == 0" test below).
 static_assert(E4::kNaNCode == E4::kAbsMask && !E4::kHasInf);
 static_assert(E4::kSignMask == 0x80 && E5::kSignMask == 0x80 && H8::kSignMask == 0x80);
@@ -71,8 +72,8 @@ static_assert(E4::kSignMask == 0x80 && E5::kSignMask == 0x80 && H8::kSignMask ==
 static_assert(H8::kNaNCode == H8::kSignMask);
 
 struct Tables {
-  const float* x = nullptr;     // fp32 decode table of the x dtype
-  const float* e8m0 = nullptr;  // fp32 decode table of E8M0, or null for fp32 scales
+  const float* x = nullptr;           // fp32 decode table of the x dtype
+  const float* e8m0 = nullptr;        // fp32 decode table of E8M0, or null for fp32 scales
   const DecodeTables* dec = nullptr;  // byte/word tables (E4M3FN, E5M2, HiFloat8)
 };
 
@@ -102,16 +103,13 @@ HWY_INLINE VF DecodeMinifloat(DF df, const uint8_t* HWY_RESTRICT p) {
   constexpr int kShift = F32::kMantissaBits - T::kMantissaBits;
   const auto mag = hn::And(b, hn::Set(du32, T::kAbsMask));
   const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du32, T::kSignMask)));
-  const auto normal = hn::Add(hn::ShiftLeft<kShift>(mag),
-                              hn::Set(du32, uint32_t{T::kF32Rebias} << F32::kMantissaBits));
+  const auto normal = hn::Add(hn::ShiftLeft<kShift>(mag), hn::Set(du32, uint32_t{T::kF32Rebias} << F32::kMantissaBits));
   const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di32, mag)), hn::Set(df, T::kMinSubnormal));
-  const auto is_sub = hn::RebindMask(
-      df, hn::Lt(hn::BitCast(di32, mag), hn::Set(di32, 1 << T::kMantissaBits)));
+  const auto is_sub = hn::RebindMask(df, hn::Lt(hn::BitCast(di32, mag), hn::Set(di32, 1 << T::kMantissaBits)));
   VF v = hn::IfThenElse(is_sub, sub, hn::BitCast(df, normal));
   if constexpr (T::kHasInf) {
     const VF inf = hn::BitCast(df, hn::Set(du32, F32::kInfCode));
-    const auto is_special =
-        hn::RebindMask(df, hn::Gt(hn::BitCast(di32, mag), hn::Set(di32, T::kMaxCode)));
+    const auto is_special = hn::RebindMask(df, hn::Gt(hn::BitCast(di32, mag), hn::Set(di32, T::kMaxCode)));
     const auto is_inf = hn::RebindMask(df, hn::Eq(mag, hn::Set(du32, T::kInfCode)));
     v = hn::IfThenElse(is_special, hn::IfThenElse(is_inf, inf, nan), v);
     return hn::Or(v, hn::BitCast(df, sign));
@@ -175,8 +173,7 @@ HWY_INLINE VF DecodeE4M3Div256(DF df, const uint8_t* HWY_RESTRICT p) {
   const hn::Rebind<hwy::float16_t, DF> df16;
   const auto hi = hn::BitCast(di16, hn::ShiftLeft<8>(hn::PromoteTo(du16, hn::LoadU(du8, p))));
   // Arithmetic shift copies the sign into the bits above the exponent; clear them.
-  const auto h = hn::And(hn::ShiftRight<8 - kE4ToF16Shift>(hi),
-                         hn::Set(di16, static_cast<int16_t>(kE4Fp16Mask)));
+  const auto h = hn::And(hn::ShiftRight<8 - kE4ToF16Shift>(hi), hn::Set(di16, static_cast<int16_t>(kE4Fp16Mask)));
   return hn::PromoteTo(df, hn::BitCast(df16, h));
 }
 #endif
@@ -216,10 +213,8 @@ HWY_INLINE void DecodeHiF8x4(DF df, const uint8_t* HWY_RESTRICT p, const uint8_t
     sink(hn::PromoteTo(df, hn::BitCast(df16, hn::UpperHalf(d16h, bits))));
   };
   const auto nanv = hn::VecFromMask(d8, is_nan);
-  widen(hn::LowerHalf(d8h, f), hn::LowerHalf(d8h, l), hn::LowerHalf(d8h, sign),
-        hn::LowerHalf(d8h, nanv));
-  widen(hn::UpperHalf(d8h, f), hn::UpperHalf(d8h, l), hn::UpperHalf(d8h, sign),
-        hn::UpperHalf(d8h, nanv));
+  widen(hn::LowerHalf(d8h, f), hn::LowerHalf(d8h, l), hn::LowerHalf(d8h, sign), hn::LowerHalf(d8h, nanv));
+  widen(hn::UpperHalf(d8h, f), hn::UpperHalf(d8h, l), hn::UpperHalf(d8h, sign), hn::UpperHalf(d8h, nanv));
 }
 #endif
 

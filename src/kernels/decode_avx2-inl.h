@@ -57,8 +57,8 @@ HWY_INLINE void DecodeE4M3Exactx32(__m256i w, __m256* v) {
   // NaN lanes: fp16 bits of code / 2^8 with every magnitude bit set, i.e. (h & ~sign) == mask.
   const __m256i all = _mm256_or_si256(w, _mm256_set1_epi8(static_cast<char>(E4::kSignMask)));
   const __m256i nan_bytes = _mm256_cmpeq_epi8(all, _mm256_set1_epi8(-1));
-  const __m256i ne = _mm256_slli_epi16(nan_bytes, 8);                        // even codes' flags, word-wide
-  const __m256i no = _mm256_and_si256(nan_bytes, _mm256_set1_epi16(-256));   // odd codes'
+  const __m256i ne = _mm256_slli_epi16(nan_bytes, 8);                       // even codes' flags, word-wide
+  const __m256i no = _mm256_and_si256(nan_bytes, _mm256_set1_epi16(-256));  // odd codes'
   __m256 flags[4];
   flags[0] = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(ne)));
   flags[1] = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(no)));
@@ -86,13 +86,12 @@ HWY_INLINE void DecodeHiF8x32(__m256i code, const __m256i* fx, __m256i lt, __m25
   // The NaN code: F = 0xFF (with its sign, fp16 0xFF80: a NaN).
   f = _mm256_or_si256(f, _mm256_cmpeq_epi8(code, _mm256_set1_epi8(static_cast<char>(H8::kNaNCode))));
   const __m256i sign = _mm256_set1_epi16(static_cast<short>(0x8000));
-  const __m256i e = _mm256_or_si256(
-      _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(f, 7), _mm256_set1_epi16(0x7F80)),
-                      _mm256_and_si256(l, _mm256_set1_epi16(0x007F))),
-      _mm256_and_si256(_mm256_slli_epi16(code, 8), sign));
+  const __m256i e =
+      _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(f, 7), _mm256_set1_epi16(0x7F80)),
+                                      _mm256_and_si256(l, _mm256_set1_epi16(0x007F))),
+                      _mm256_and_si256(_mm256_slli_epi16(code, 8), sign));
   const __m256i o = _mm256_or_si256(
-      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(f, 1), _mm256_set1_epi16(0x7F80)),
-                      _mm256_srli_epi16(l, 8)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(f, 1), _mm256_set1_epi16(0x7F80)), _mm256_srli_epi16(l, 8)),
       _mm256_and_si256(code, sign));
   CvtEvenOdd256(e, o, v);
 }
@@ -155,8 +154,7 @@ struct Decoder256<DType::HiFloat8> {
   __m256i lt;
   explicit Decoder256(const Tables& t) {
     for (int h = 0; h < 8; ++h) {
-      fx[h] = _mm256_broadcastsi128_si256(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.dec->fp16_fx + 16 * h)));
+      fx[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.dec->fp16_fx + 16 * h)));
     }
     lt = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.dec->fp16_l)));
   }

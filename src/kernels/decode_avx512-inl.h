@@ -102,8 +102,10 @@ struct Top16Decoder {
   __m512i sign = Bytes(0x80), low_byte = Words(0x00FF), high_word = Dwords(0xFFFF0000u);
   __m512i nan_hi = Bytes(0x7F), nan_lo = Bytes(0xC0);  // HiF8: the quiet NaN 0x7FC0
   explicit Top16Decoder(const Tables& t)
-      : hi0(_mm512_load_si512(t.dec->top_hi)), hi1(_mm512_load_si512(t.dec->top_hi + 64)),
-        lo0(_mm512_load_si512(t.dec->top_lo)), lo1(_mm512_load_si512(t.dec->top_lo + 64)) {}
+      : hi0(_mm512_load_si512(t.dec->top_hi)),
+        hi1(_mm512_load_si512(t.dec->top_hi + 64)),
+        lo0(_mm512_load_si512(t.dec->top_lo)),
+        lo1(_mm512_load_si512(t.dec->top_lo + 64)) {}
   HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, float&, __m512* v) const {
     const __m512i code = _mm512_loadu_si512(p);
     __m512i hi = _mm512_permutex2var_epi8(hi0, code, hi1);
@@ -182,8 +184,10 @@ struct Decoder512<DType::HiFloat8, HWY_AVX3> {
   __m512i bit6_lo = Words(0x0040), bit6_hi = Words(0x4000), sign = Words(0x8000);
   __m512i nan16 = Words(kCanonicalNanF16);
   explicit Decoder512(const Tables& t)
-      : t0(_mm512_load_si512(t.dec->fp16)), t1(_mm512_load_si512(t.dec->fp16 + 32)),
-        t2(_mm512_load_si512(t.dec->fp16 + 64)), t3(_mm512_load_si512(t.dec->fp16 + 96)) {}
+      : t0(_mm512_load_si512(t.dec->fp16)),
+        t1(_mm512_load_si512(t.dec->fp16 + 32)),
+        t2(_mm512_load_si512(t.dec->fp16 + 64)),
+        t3(_mm512_load_si512(t.dec->fp16 + 96)) {}
   HWY_INLINE __m512i Words16(__m512i idx, __mmask32 upper) const {
     const __m512i h = _mm512_mask2_permutex2var_epi16(t2, idx, upper, t3);
     return _mm512_mask2_permutex2var_epi16(t0, h, static_cast<__mmask32>(~upper), t1);

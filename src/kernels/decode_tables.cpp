@@ -15,8 +15,8 @@ DecodeTables build(DType x) {
   DecodeTables t{};
   const float* dec = formats::decode_table(x);
   const auto fail = [&](int v, const char* what) {
-    throw std::logic_error("decode_tables: " + std::string(dtype_name(x)) + " magnitude " +
-                           std::to_string(v) + " " + what);
+    throw std::logic_error("decode_tables: " + std::string(dtype_name(x)) + " magnitude " + std::to_string(v) + " " +
+                           what);
   };
   for (int v = 0; v < 128; ++v) {
     uint32_t bits;
@@ -51,10 +51,14 @@ const DecodeTables& decode_tables(DType x_dtype) {
   static const DecodeTables e5m2 = build(DType::Float8E5M2);
   static const DecodeTables hif8 = build(DType::HiFloat8);
   switch (x_dtype) {
-    case DType::Float8E4M3FN: return e4m3;
-    case DType::Float8E5M2: return e5m2;
-    case DType::HiFloat8: return hif8;
-    default: throw std::logic_error("decode_tables: no tables for " + std::string(dtype_name(x_dtype)));
+    case DType::Float8E4M3FN:
+      return e4m3;
+    case DType::Float8E5M2:
+      return e5m2;
+    case DType::HiFloat8:
+      return hif8;
+    default:
+      throw std::logic_error("decode_tables: no tables for " + std::string(dtype_name(x_dtype)));
   }
 }
 

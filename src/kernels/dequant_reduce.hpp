@@ -37,14 +37,14 @@
 namespace qcoll::kernels {
 
 struct ReduceArgs {
-  DType x_dtype = DType::Int8;        // Int8, HiFloat8, Float8E4M3FN, Float8E5M2
-  DType scales_dtype = DType::Float;  // Float (group 128) or Float8E8M0 (group 32)
-  DType out_dtype = DType::Float;     // Float, Float16, BFloat16
-  int nsrc = 0;                       // number of sources, >= 1
+  DType x_dtype = DType::Int8;             // Int8, HiFloat8, Float8E4M3FN, Float8E5M2
+  DType scales_dtype = DType::Float;       // Float (group 128) or Float8E8M0 (group 32)
+  DType out_dtype = DType::Float;          // Float, Float16, BFloat16
+  int nsrc = 0;                            // number of sources, >= 1
   const uint8_t* const* x = nullptr;       // nsrc pointers; x[k][i] is element i of source k
   const uint8_t* const* scales = nullptr;  // nsrc pointers to the scale of element 0 (fp32 or E8M0 bytes)
-  std::size_t count = 0;              // elements; a multiple of the group size
-  void* out = nullptr;                // count elements of out_dtype
+  std::size_t count = 0;                   // elements; a multiple of the group size
+  void* out = nullptr;                     // count elements of out_dtype
 };
 
 // Group size implied by the scales dtype (contract::scale_group: 128 or 32; 0 for any other).

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/dequant_reduce.hpp"
 #include "core/worker_pool.hpp"
+#include "kernels/dequant_reduce.hpp"
 
 namespace qcoll::kernels {
 

@@ -2,8 +2,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/dequant_reduce.hpp"
 #include "core/float_env.hpp"
+#include "kernels/dequant_reduce.hpp"
 #include "kernels/output_cast.hpp"
 #include "qcoll/formats.hpp"
 

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dequant_reduce.hpp"
 #include "core/float_env.hpp"
 #include "core/simd_targets.hpp"
 #include "kernels/decode_tables.hpp"
+#include "kernels/dequant_reduce.hpp"
 #include "qcoll/formats.hpp"
 #include "qcoll/settings.hpp"
 
@@ -87,9 +87,12 @@ void ReduceSteps(const ReduceArgs& a, const Tables& t, float* scale) {
 template <DType X>
 void ReduceOut(const ReduceArgs& a, const Tables& t, float* scale) {
   switch (a.out_dtype) {
-    case DType::Float: return ReduceSteps<X, DType::Float>(a, t, scale);
-    case DType::Float16: return ReduceSteps<X, DType::Float16>(a, t, scale);
-    default: return ReduceSteps<X, DType::BFloat16>(a, t, scale);
+    case DType::Float:
+      return ReduceSteps<X, DType::Float>(a, t, scale);
+    case DType::Float16:
+      return ReduceSteps<X, DType::Float16>(a, t, scale);
+    default:
+      return ReduceSteps<X, DType::BFloat16>(a, t, scale);
   }
 }
 
@@ -116,10 +119,14 @@ void DequantReduceSimd(const ReduceArgs& a) {
     scale = big.data();
   }
   switch (a.x_dtype) {
-    case DType::Int8: return ReduceOut<DType::Int8>(a, t, scale);
-    case DType::Float8E4M3FN: return ReduceOut<DType::Float8E4M3FN>(a, t, scale);
-    case DType::Float8E5M2: return ReduceOut<DType::Float8E5M2>(a, t, scale);
-    default: return ReduceOut<DType::HiFloat8>(a, t, scale);
+    case DType::Int8:
+      return ReduceOut<DType::Int8>(a, t, scale);
+    case DType::Float8E4M3FN:
+      return ReduceOut<DType::Float8E4M3FN>(a, t, scale);
+    case DType::Float8E5M2:
+      return ReduceOut<DType::Float8E5M2>(a, t, scale);
+    default:
+      return ReduceOut<DType::HiFloat8>(a, t, scale);
   }
 }
 
@@ -157,9 +164,7 @@ const char* dequant_reduce_target() {
   return core::best_simd_target_name();
 }
 
-std::vector<std::string> dequant_reduce_simd_targets() {
-  return core::usable_simd_target_names();
-}
+std::vector<std::string> dequant_reduce_simd_targets() { return core::usable_simd_target_names(); }
 
 bool dequant_reduce_on_target(std::string_view target, const ReduceArgs& a) {
   const int64_t t = core::usable_simd_target(target);

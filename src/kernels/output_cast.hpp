@@ -26,9 +26,8 @@ inline void store_sum(DType out_dtype, void* out, std::size_t i, float acc) {
     if (nan) bits = kCanonicalNanF32;
     std::memcpy(bytes + 4 * i, &bits, 4);
   } else {
-    const uint16_t h = out_dtype == DType::Float16
-                           ? (nan ? kCanonicalNanF16 : formats::encode_float16(acc))
-                           : (nan ? kCanonicalNanBF16 : formats::encode_bfloat16(acc));
+    const uint16_t h = out_dtype == DType::Float16 ? (nan ? kCanonicalNanF16 : formats::encode_float16(acc))
+                                                   : (nan ? kCanonicalNanBF16 : formats::encode_bfloat16(acc));
     std::memcpy(bytes + 2 * i, &h, 2);
   }
 }

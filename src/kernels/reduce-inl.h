@@ -48,10 +48,8 @@ HWY_INLINE void Store(DF df, VF acc, void* HWY_RESTRICT out, std::size_t i) {
     const auto bits = hn::BitCast(du32, acc);
     const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1u));
     const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu))));
-    const auto r = hn::IfThenElse(hn::RebindMask(du32, is_nan), hn::Set(du32, kCanonicalNanBF16),
-                                  rounded);
-    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, r)), du16,
-               static_cast<uint16_t*>(out) + i);
+    const auto r = hn::IfThenElse(hn::RebindMask(du32, is_nan), hn::Set(du32, kCanonicalNanBF16), rounded);
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, r)), du16, static_cast<uint16_t*>(out) + i);
   } else {  // Float16
 #if QCOLL_HW_F16
     const hn::Rebind<hwy::float16_t, DF> df16;
@@ -66,12 +64,10 @@ HWY_INLINE void Store(DF df, VF acc, void* HWY_RESTRICT out, std::size_t i) {
     const auto sign = hn::ShiftRight<16>(hn::And(bits, hn::Set(du32, 0x80000000u)));
     const auto a = hn::And(bits, hn::Set(du32, 0x7FFFFFFFu));
     const auto denorm_magic = hn::Set(du32, ((127u - 15u) + (23u - 10u) + 1u) << 23);
-    const auto sub = hn::Sub(
-        hn::BitCast(du32, hn::Add(hn::BitCast(df, a), hn::BitCast(df, denorm_magic))),
-        denorm_magic);
+    const auto sub =
+        hn::Sub(hn::BitCast(du32, hn::Add(hn::BitCast(df, a), hn::BitCast(df, denorm_magic))), denorm_magic);
     const auto odd = hn::And(hn::ShiftRight<13>(a), hn::Set(du32, 1u));
-    const auto norm = hn::ShiftRight<13>(
-        hn::Add(hn::Add(a, hn::Set(du32, ((15u - 127u) << 23) + 0xFFFu)), odd));
+    const auto norm = hn::ShiftRight<13>(hn::Add(hn::Add(a, hn::Set(du32, ((15u - 127u) << 23) + 0xFFFu)), odd));
     const auto big = hn::Gt(hn::BitCast(di32, a), hn::Set(di32, ((127 + 16) << 23) - 1));
     const auto small = hn::Lt(hn::BitCast(di32, a), hn::Set(di32, 113 << 23));
     auto h = hn::IfThenElse(hn::RebindMask(du32, small), sub, norm);
@@ -103,17 +99,17 @@ HWY_INLINE void StoreBF16Pair(DF df, VF lo, VF hi, void* HWY_RESTRICT out, std::
 
 // Whether the 4-vector HiF8 byte-shuffle decode applies (F16C and a block within a group).
 template <DType X>
-constexpr bool kHiF8Shuffle = X == DType::HiFloat8 && QCOLL_HW_F16;
+constexpr bool kHiF8Shuffle = X == DType::HiFloat8&& QCOLL_HW_F16;
 
 // Whether E4M3FN uses the fp16 decode with the 2^8 factor folded into the scale.
 template <DType X>
-constexpr bool kE4M3Folded = X == DType::Float8E4M3FN && QCOLL_HW_F16;
+constexpr bool kE4M3Folded = X == DType::Float8E4M3FN&& QCOLL_HW_F16;
 
 // The scales of `group` for sources 0..n-1 into scale[0..n); for the folded E4M3FN decode
 // also scale[n + k] = scale[k] * 2^8. Returns whether every scale[n + k] is exact.
 template <DType X>
-HWY_INLINE bool LoadGroupScales(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale,
-                                std::size_t n, std::size_t group) {
+HWY_INLINE bool LoadGroupScales(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale, std::size_t n,
+                                std::size_t group) {
   for (std::size_t k = 0; k < n; ++k) {
     if (t.e8m0 != nullptr) {
       scale[k] = t.e8m0[a.scales[k][group]];
@@ -134,8 +130,7 @@ HWY_INLINE bool LoadGroupScales(const ReduceArgs& a, const Tables& t, float* HWY
 // One vector at element i: acc = 0; acc = acc + (decode(x_k) * scale_k), k = 0..n-1; store.
 template <DType X, DType OUT>
 HWY_INLINE void ReduceVector(DF df, const uint8_t* const* HWY_RESTRICT x, const Tables& t,
-                             const float* HWY_RESTRICT scale, std::size_t n, void* HWY_RESTRICT out,
-                             std::size_t i) {
+                             const float* HWY_RESTRICT scale, std::size_t n, void* HWY_RESTRICT out, std::size_t i) {
   VF acc = hn::Zero(df);
   for (std::size_t k = 0; k < n; ++k) {
     const VF d = hn::Mul(Decode<X>(df, x[k] + i, t.x), hn::Set(df, scale[k]));
@@ -152,8 +147,8 @@ struct Acc4 {
 // acc += decode(4N codes at p) * s, vector by vector. s256 = s * 2^8 (used by the folded
 // E4M3FN decode where `folded_ok`, the group's scales * 2^8 being exact).
 template <DType X>
-HWY_INLINE void Accumulate4(DF df, const uint8_t* HWY_RESTRICT p, const Tables& t, VF s, float s256,
-                            bool folded_ok, Acc4& acc) {
+HWY_INLINE void Accumulate4(DF df, const uint8_t* HWY_RESTRICT p, const Tables& t, VF s, float s256, bool folded_ok,
+                            Acc4& acc) {
   const std::size_t N = hn::Lanes(df);
   if constexpr (kE4M3Folded<X>) {
 #if QCOLL_HW_F16
@@ -176,10 +171,14 @@ HWY_INLINE void Accumulate4(DF df, const uint8_t* HWY_RESTRICT p, const Tables& 
     int j = 0;
     DecodeHiF8x4(df, p, t.dec->fp16_f, t.dec->fp16_l, [&](VF d) {
       d = hn::Mul(d, s);
-      if (j == 0) acc.v0 = hn::Add(acc.v0, d);
-      else if (j == 1) acc.v1 = hn::Add(acc.v1, d);
-      else if (j == 2) acc.v2 = hn::Add(acc.v2, d);
-      else acc.v3 = hn::Add(acc.v3, d);
+      if (j == 0)
+        acc.v0 = hn::Add(acc.v0, d);
+      else if (j == 1)
+        acc.v1 = hn::Add(acc.v1, d);
+      else if (j == 2)
+        acc.v2 = hn::Add(acc.v2, d);
+      else
+        acc.v3 = hn::Add(acc.v3, d);
       ++j;
     });
     return;
@@ -214,8 +213,8 @@ HWY_INLINE void Store4(DF df, const Acc4& acc, void* HWY_RESTRICT out, std::size
 // vectors per step (1 or 4; with 4 a step stays inside one group). Per lane: acc = 0;
 // acc = acc + (decode * scale), k = 0..n-1.
 template <DType X, DType OUT, int kN, int kV>
-HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale,
-                              std::size_t group_begin, std::size_t group_end) {
+HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale, std::size_t group_begin,
+                              std::size_t group_end) {
   const DF df;
   const std::size_t N = hn::Lanes(df);
   const std::size_t g = group_size(a.scales_dtype);
@@ -241,14 +240,18 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
 }
 
 template <DType X, DType OUT, int kV>
-void ReduceSources(const ReduceArgs& a, const Tables& t, float* scale, std::size_t g0,
-                   std::size_t g1) {
+void ReduceSources(const ReduceArgs& a, const Tables& t, float* scale, std::size_t g0, std::size_t g1) {
   switch (a.nsrc) {
-    case 1: return ReduceTyped<X, OUT, 1, kV>(a, t, scale, g0, g1);
-    case 2: return ReduceTyped<X, OUT, 2, kV>(a, t, scale, g0, g1);
-    case 4: return ReduceTyped<X, OUT, 4, kV>(a, t, scale, g0, g1);
-    case 8: return ReduceTyped<X, OUT, 8, kV>(a, t, scale, g0, g1);
-    default: return ReduceTyped<X, OUT, 0, kV>(a, t, scale, g0, g1);
+    case 1:
+      return ReduceTyped<X, OUT, 1, kV>(a, t, scale, g0, g1);
+    case 2:
+      return ReduceTyped<X, OUT, 2, kV>(a, t, scale, g0, g1);
+    case 4:
+      return ReduceTyped<X, OUT, 4, kV>(a, t, scale, g0, g1);
+    case 8:
+      return ReduceTyped<X, OUT, 8, kV>(a, t, scale, g0, g1);
+    default:
+      return ReduceTyped<X, OUT, 0, kV>(a, t, scale, g0, g1);
   }
 }
 

@@ -21,8 +21,7 @@ std::string check_reduce_args(const ReduceArgs& a) {
   if (a.nsrc < 1) return "nsrc: must be >= 1, got " + std::to_string(a.nsrc);
   const std::size_t g = group_size(a.scales_dtype);
   if (a.count % g != 0)
-    return "count: must be a multiple of the group size " + std::to_string(g) + ", got " +
-           std::to_string(a.count);
+    return "count: must be a multiple of the group size " + std::to_string(g) + ", got " + std::to_string(a.count);
   if (a.count == 0) return {};
   if (a.x == nullptr) return "x: must not be null";
   if (a.scales == nullptr) return "scales: must not be null";

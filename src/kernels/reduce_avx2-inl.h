@@ -89,8 +89,7 @@ HWY_NOINLINE void Reduce256(const ReduceArgs& a, const Tables& t) {
   const uint8_t* const* HWY_RESTRICT x = a.x;
   const uint8_t* const* HWY_RESTRICT sc = a.scales;
   for (std::size_t i = 0; i < a.count; i += 32) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (std::size_t k = 0; k < n; ++k) {
       float s;
       if constexpr (kMX) {
@@ -110,11 +109,16 @@ HWY_NOINLINE void Reduce256(const ReduceArgs& a, const Tables& t) {
 template <DType X, DType OUT, bool kMX>
 void Reduce256Sources(const ReduceArgs& a, const Tables& t) {
   switch (a.nsrc) {
-    case 1: return Reduce256<X, OUT, 1, kMX>(a, t);
-    case 2: return Reduce256<X, OUT, 2, kMX>(a, t);
-    case 4: return Reduce256<X, OUT, 4, kMX>(a, t);
-    case 8: return Reduce256<X, OUT, 8, kMX>(a, t);
-    default: return Reduce256<X, OUT, 0, kMX>(a, t);
+    case 1:
+      return Reduce256<X, OUT, 1, kMX>(a, t);
+    case 2:
+      return Reduce256<X, OUT, 2, kMX>(a, t);
+    case 4:
+      return Reduce256<X, OUT, 4, kMX>(a, t);
+    case 8:
+      return Reduce256<X, OUT, 8, kMX>(a, t);
+    default:
+      return Reduce256<X, OUT, 0, kMX>(a, t);
   }
 }
 #endif  // AVX2

@@ -92,9 +92,8 @@ struct Store512 {
       __m512i lo, hi;
       if constexpr (O == Order::kNatural) {
         // Upper words of r0 then of r1 (word 2j+1 of each dword j).
-        const __m512i odd_words = _mm512_set_epi16(
-            63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
-            31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+        const __m512i odd_words = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31,
+                                                   29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
         lo = _mm512_permutex2var_epi16(r0, odd_words, r1);
         hi = _mm512_permutex2var_epi16(r2, odd_words, r3);
       } else if constexpr (O == Order::kEvenOdd) {
@@ -175,11 +174,16 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
 template <DType X, DType OUT, bool kMX>
 void Reduce512Sources(const ReduceArgs& a, const Tables& t, std::size_t end) {
   switch (a.nsrc) {
-    case 1: return Reduce512<X, OUT, 1, kMX>(a, t, end);
-    case 2: return Reduce512<X, OUT, 2, kMX>(a, t, end);
-    case 4: return Reduce512<X, OUT, 4, kMX>(a, t, end);
-    case 8: return Reduce512<X, OUT, 8, kMX>(a, t, end);
-    default: return Reduce512<X, OUT, 0, kMX>(a, t, end);
+    case 1:
+      return Reduce512<X, OUT, 1, kMX>(a, t, end);
+    case 2:
+      return Reduce512<X, OUT, 2, kMX>(a, t, end);
+    case 4:
+      return Reduce512<X, OUT, 4, kMX>(a, t, end);
+    case 8:
+      return Reduce512<X, OUT, 8, kMX>(a, t, end);
+    default:
+      return Reduce512<X, OUT, 0, kMX>(a, t, end);
   }
 }
 #endif  // AVX3 / AVX3_DL

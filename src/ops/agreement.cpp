@@ -26,18 +26,15 @@ std::string shape_of(const CallDescriptor& d) {
 }
 
 // The first field on which b differs from a: "x dtype: float8_e5m2 (rank 2) vs int8 (rank 0)".
-std::string first_difference(const CallDescriptor& a, int ra, const CallDescriptor& b,
-                             int rb) {
+std::string first_difference(const CallDescriptor& a, int ra, const CallDescriptor& b, int rb) {
   auto both = [&](const std::string& field, const std::string& va, const std::string& vb) {
-    return field + ": " + vb + " (rank " + std::to_string(rb) + ") vs " + va + " (rank " +
-           std::to_string(ra) + ")";
+    return field + ": " + vb + " (rank " + std::to_string(rb) + ") vs " + va + " (rank " + std::to_string(ra) + ")";
   };
   if (a.op != b.op) return both("operator", op_string(a.op), op_string(b.op));
   if (a.x_dtype != b.x_dtype) return both("x dtype", dtype_string(a.x_dtype), dtype_string(b.x_dtype));
   if (a.scales_dtype != b.scales_dtype)
     return both("scales dtype", dtype_string(a.scales_dtype), dtype_string(b.scales_dtype));
-  if (a.out_dtype != b.out_dtype)
-    return both("output dtype", dtype_string(a.out_dtype), dtype_string(b.out_dtype));
+  if (a.out_dtype != b.out_dtype) return both("output dtype", dtype_string(a.out_dtype), dtype_string(b.out_dtype));
   if (a.in_dtype != b.in_dtype) return both("input dtype", dtype_string(a.in_dtype), dtype_string(b.in_dtype));
   if (a.hif8_target_bits != b.hif8_target_bits)
     return both("HiF8 target", float_text(a.hif8_target_bits), float_text(b.hif8_target_bits));
@@ -61,21 +58,18 @@ Status check_agreement(const std::vector<CallDescriptor>& all, const std::string
               ")";
   }
   if (!failed.empty())
-    return Status::Error(StatusCode::RuntimeError,
-                         "group '" + group + "': the call failed its checks on " + failed +
-                             " (see that rank's message); no rank moved data");
+    return Status::Error(StatusCode::RuntimeError, "group '" + group + "': the call failed its checks on " + failed +
+                                                       " (see that rank's message); no rank moved data");
   for (std::size_t k = 1; k < all.size(); ++k) {
     if (same_call(all[0], all[k])) continue;
-    return Status::Error(StatusCode::RuntimeError,
-                         "group '" + group + "': ranks disagree on the call: " +
-                             first_difference(all[0], 0, all[k], static_cast<int>(k)) +
-                             "; every rank must make the same call; no rank moved data");
+    return Status::Error(StatusCode::RuntimeError, "group '" + group + "': ranks disagree on the call: " +
+                                                       first_difference(all[0], 0, all[k], static_cast<int>(k)) +
+                                                       "; every rank must make the same call; no rank moved data");
   }
   return Status::Ok();
 }
 
-Status report_local_failure(comm::Communicator& c, const CallDescriptor& partial,
-                            int32_t local_status) {
+Status report_local_failure(comm::Communicator& c, const CallDescriptor& partial, int32_t local_status) {
   if (!c.usable()) return Status::Error(StatusCode::RuntimeError, c.broken_reason());
   CallDescriptor d = partial;
   d.local_status = local_status;

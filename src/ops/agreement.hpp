@@ -18,7 +18,6 @@ Status check_agreement(const std::vector<CallDescriptor>& all, const std::string
 // without running it: kLocalStatusNotRun): contributes its status to the agreement of this
 // call so that its peers fail at once instead of timing out.
 // Returns the transport's status (the caller reports its own error either way).
-Status report_local_failure(comm::Communicator& c, const CallDescriptor& partial,
-                            int32_t local_status);
+Status report_local_failure(comm::Communicator& c, const CallDescriptor& partial, int32_t local_status);
 
 }  // namespace qcoll::ops

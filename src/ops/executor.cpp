@@ -44,14 +44,11 @@ CallDescriptor partial_descriptor(const OpRequest& req) {
   return d;
 }
 
-std::string prefixed(OpKind op, const std::string& msg) {
-  return std::string(op_name(op)) + ": " + msg;
-}
+std::string prefixed(OpKind op, const std::string& msg) { return std::string(op_name(op)) + ": " + msg; }
 
 }  // namespace
 
-Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size,
-                         std::unique_ptr<Executor>* out) {
+Status Executor::prepare(const OpRequest& req, uint64_t* workspace_size, std::unique_ptr<Executor>* out) {
   CallPlan plan;
   Status st = make_plan(req, &plan);
   if (!st.ok()) {
@@ -162,8 +159,8 @@ Status Executor::check_workspace(const void* workspace, uint64_t workspace_size)
                                                        " bytes (as reported by phase one), got " +
                                                        std::to_string(workspace_size));
   if (need > 0 && workspace == nullptr)
-    return Status::Error(StatusCode::ParamNullptr, "workspace: must not be null (phase one asked for " +
-                                                       std::to_string(need) + " bytes)");
+    return Status::Error(StatusCode::ParamNullptr,
+                         "workspace: must not be null (phase one asked for " + std::to_string(need) + " bytes)");
   return Status::Ok();
 }
 
@@ -174,10 +171,10 @@ Status Executor::agree_call(const Status& local, comm::Clock::time_point deadlin
   const OpKind op = plan_.call.op;
   if (!c.usable()) {
     if (!local.ok()) return local;
-    return Status::Error(StatusCode::RuntimeError,
-                         prefixed(op, "group '" + c.name() + "' is unusable after an earlier failure (" +
-                                          c.broken_reason() +
-                                          "); every call on it fails: destroy it and create it again"));
+    return Status::Error(
+        StatusCode::RuntimeError,
+        prefixed(op, "group '" + c.name() + "' is unusable after an earlier failure (" + c.broken_reason() +
+                         "); every call on it fails: destroy it and create it again"));
   }
   CallDescriptor mine = plan_.descriptor;
   mine.local_status = static_cast<int32_t>(local.code);

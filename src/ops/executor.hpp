@@ -16,11 +16,11 @@
 // (the outcome) tells every rank whether every rank's reduction succeeded: when the
 // transport may fail mid-call, the result is staged (QuantAllReduce on shm: in the rank's
 // shared block of the window, from which every rank copies every block into its output
-// after the outcome; otherwise in the workspace) and reaches the output only after it; otherwise (threads: the output is written in place, no workspace)
-// it comes before the all-gather, and a failure on one rank fails every rank.
+// after the outcome; otherwise in the workspace) and reaches the output only after it; otherwise (threads: the output
+// is written in place, no workspace) it comes before the all-gather, and a failure on one rank fails every rank.
 #pragma once
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,8 +31,7 @@ namespace qcoll::ops {
 class Executor {
  public:
   // Phase one. On success *workspace_size and *out are set.
-  static Status prepare(const OpRequest& req, uint64_t* workspace_size,
-                        std::unique_ptr<Executor>* out);
+  static Status prepare(const OpRequest& req, uint64_t* workspace_size, std::unique_ptr<Executor>* out);
   // Phase two. Collective: every rank of the group must run its executor. Any thread may
   // run it (a stream's thread does).
   Status run(void* workspace, uint64_t workspace_size);

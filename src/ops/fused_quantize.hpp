@@ -13,12 +13,12 @@
 namespace qcoll::ops {
 
 struct RowQuantizer {
-  DType in_dtype = DType::Float;      // Float, Float16, BFloat16
+  DType in_dtype = DType::Float;  // Float, Float16, BFloat16
   DType x_dtype = DType::Int8;
   DType scales_dtype = DType::Float;  // Float (KG) or Float8E8M0 (MX)
   float hif8_target = 0.0f;           // KG HiFloat8: the target (0: the default)
   std::size_t H = 0;
-  int threads = 1;                    // threads of one call, >= 1 (results do not depend on it)
+  int threads = 1;  // threads of one call, >= 1 (results do not depend on it)
 
   std::size_t in_row_bytes() const { return H * dtype_size(in_dtype); }
   // Quantizes `rows` rows at `in` into q (rows*H bytes) and scales (rows * scales row bytes).

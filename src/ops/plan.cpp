@@ -94,8 +94,12 @@ Status make_plan(const OpRequest& req, CallPlan* plan) {
   p.reduce.out_dtype = vc.out_dtype;
   p.reduce.nsrc = c.size();
   if (vc.fused())
-    p.quantizer = RowQuantizer{.in_dtype = vc.in_dtype, .x_dtype = vc.x_dtype, .scales_dtype = vc.scales_dtype,
-                               .hif8_target = vc.hif8_target, .H = vc.H, .threads = p.threads};
+    p.quantizer = RowQuantizer{.in_dtype = vc.in_dtype,
+                               .x_dtype = vc.x_dtype,
+                               .scales_dtype = vc.scales_dtype,
+                               .hif8_target = vc.hif8_target,
+                               .H = vc.H,
+                               .threads = p.threads};
   *plan = std::move(p);
   return Status::Ok();
 }

@@ -22,8 +22,8 @@ enum class Output {
 };
 
 struct CallPlan {
-  ValidatedCall call;          // the validated shapes, dtypes and tensors
-  CallDescriptor descriptor;   // what the ranks agree on
+  ValidatedCall call;            // the validated shapes, dtypes and tensors
+  CallDescriptor descriptor;     // what the ranks agree on
   uint64_t workspace_bytes = 0;  // the output's bytes when the transport may fail mid-call, else 0
   // QuantAllReduce moving every rank's quantized tensor to every rank, each reducing every
   // row (QCOLL_ALL_REDUCE; the same on every rank): no all-gather of the output.

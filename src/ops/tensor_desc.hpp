@@ -10,10 +10,10 @@ constexpr std::size_t kMaxTensorDims = 8;
 constexpr int32_t kFormatND = 2;  // ACL_FORMAT_ND
 
 struct TensorDesc {
-  int32_t dtype = -1;                 // a qcoll::DType value (checked by the operators)
-  std::vector<int64_t> dims;          // view shape
-  std::vector<int64_t> strides;       // in elements
-  int64_t offset = 0;                 // in elements, from data
+  int32_t dtype = -1;            // a qcoll::DType value (checked by the operators)
+  std::vector<int64_t> dims;     // view shape
+  std::vector<int64_t> strides;  // in elements
+  int64_t offset = 0;            // in elements, from data
   int32_t format = kFormatND;
   std::vector<int64_t> storage_dims;  // empty: not given
   void* data = nullptr;

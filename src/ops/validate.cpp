@@ -6,8 +6,8 @@
 #include <string>
 
 #include "comm/registry.hpp"
-#include "qcoll/quant.hpp"
 #include "qcoll/contract.hpp"
+#include "qcoll/quant.hpp"
 
 namespace qcoll::ops {
 namespace {
@@ -30,15 +30,14 @@ bool is_empty(const TensorDesc& t) {
 // Rule 10 for one tensor.
 Status check_layout(const char* param, const TensorDesc& t) {
   if (t.format != kFormatND)
-    return invalid(std::string(param) + ": format must be ND (" + std::to_string(kFormatND) +
-                   "), got " + std::to_string(t.format));
+    return invalid(std::string(param) + ": format must be ND (" + std::to_string(kFormatND) + "), got " +
+                   std::to_string(t.format));
   const auto want = contiguous_strides(t.dims);
   for (std::size_t i = 0; i < t.dims.size(); ++i) {
     if (t.dims[i] == 1) continue;  // the stride of a size-1 dimension never matters
     if (t.strides[i] != want[i])
-      return invalid(std::string(param) + ": must be contiguous: strides must be " +
-                     shape_string(want) + " for shape " + shape_string(t.dims) + ", got " +
-                     shape_string(t.strides));
+      return invalid(std::string(param) + ": must be contiguous: strides must be " + shape_string(want) +
+                     " for shape " + shape_string(t.dims) + ", got " + shape_string(t.strides));
   }
   if (!t.storage_dims.empty()) {
     // Storage must hold offset + the view's elements. Products saturate (no overflow).
@@ -48,8 +47,8 @@ Status check_layout(const char* param, const TensorDesc& t) {
     int64_t numel = 1;
     for (int64_t d : t.dims) numel *= d;  // bounded by the shape rules
     if (t.offset > kBig - numel || storage < t.offset + numel)
-      return invalid(std::string(param) + ": storage shape " + shape_string(t.storage_dims) +
-                     " holds " + std::to_string(storage) + " elements, the view needs offset + " +
+      return invalid(std::string(param) + ": storage shape " + shape_string(t.storage_dims) + " holds " +
+                     std::to_string(storage) + " elements, the view needs offset + " +
                      "elements = " + std::to_string(t.offset) + " + " + std::to_string(numel));
   }
   // The tensor's bytes, (offset + elements) x element size from data, must fit in one
@@ -158,8 +157,8 @@ Status rule_1(Checked& k) {
 Status rule_2(Checked& k) {
   if (k.req.reduce_op == nullptr) return invalid("reduceOp: must be \"sum\", got null");
   if (std::strcmp(k.req.reduce_op, "sum") != 0)
-    return invalid(std::string("reduceOp: must be \"sum\" (the only reduction supported), got \"") +
-                   k.req.reduce_op + "\"");
+    return invalid(std::string("reduceOp: must be \"sum\" (the only reduction supported), got \"") + k.req.reduce_op +
+                   "\"");
   return Status::Ok();
 }
 
@@ -259,11 +258,11 @@ Status rule_8(Checked& k) {
   if (k.fused) return Status::Ok();
   const auto want = contract::scales_shape(as_dtype(k.scales_dtype), k.x().dims);
   if (k.req.scales->dims == want) return Status::Ok();
-  const std::string layout =
-      contract::is_mx(as_dtype(k.scales_dtype))
-          ? " (MX: group " + std::to_string(contract::kMxGroup) + ", layout (..., H/" +
-                std::to_string(contract::kMxHMultiple) + ", " + std::to_string(contract::kMxScalePair) + "))"
-          : " (pertoken-pergroup: group " + std::to_string(contract::kKgGroup) + ")";
+  const std::string layout = contract::is_mx(as_dtype(k.scales_dtype))
+                                 ? " (MX: group " + std::to_string(contract::kMxGroup) + ", layout (..., H/" +
+                                       std::to_string(contract::kMxHMultiple) + ", " +
+                                       std::to_string(contract::kMxScalePair) + "))"
+                                 : " (pertoken-pergroup: group " + std::to_string(contract::kKgGroup) + ")";
   return invalid("scales: shape must be " + shape_string(want) + " for x " + shape_string(k.x().dims) + layout +
                  ", got " + shape_string(k.req.scales->dims));
 }
@@ -275,8 +274,8 @@ Status rule_9(Checked& k) {
   const std::vector<int64_t> want = contract::output_shape(op, dims, k.n).value_or(dims);
   if (k.out().dims == want) return Status::Ok();
   if (!contract::is_all_reduce(op))
-    return invalid("output: shape must be (BS/n, H) = " + shape_string(want) + " for " + op_name(op) + " of " +
-                   k.xp + " " + shape_string(dims) + " over " + std::to_string(k.n) + " ranks, got " +
+    return invalid("output: shape must be (BS/n, H) = " + shape_string(want) + " for " + op_name(op) + " of " + k.xp +
+                   " " + shape_string(dims) + " over " + std::to_string(k.n) + " ranks, got " +
                    shape_string(k.out().dims));
   return invalid("output: shape must equal " + std::string(k.xp) + "'s shape " + shape_string(dims) + " for " +
                  op_name(op) + ", got " + shape_string(k.out().dims));

@@ -28,8 +28,8 @@ struct QuantConfigDesc {
 
 struct OpRequest {
   OpKind op = OpKind::ReduceScatter;
-  const TensorDesc* x = nullptr;       // quantized operators: x; fused operators: the float input
-  const TensorDesc* scales = nullptr;  // quantized operators only
+  const TensorDesc* x = nullptr;            // quantized operators: x; fused operators: the float input
+  const TensorDesc* scales = nullptr;       // quantized operators only
   const QuantConfigDesc* config = nullptr;  // fused operators only
   const char* group = nullptr;
   const char* reduce_op = nullptr;
@@ -45,14 +45,14 @@ struct ValidatedCall {
   DType x_dtype = DType::Int8;        // fused operators: the config's xDtype
   DType scales_dtype = DType::Float;  // fused operators: the config's scalesDtype
   DType out_dtype = DType::Float;
-  DType in_dtype = DType::Float;      // fused operators: the float input's dtype
-  float hif8_target = 0.0f;           // fused operators: the effective KG HiF8 target (else 0)
+  DType in_dtype = DType::Float;                               // fused operators: the float input's dtype
+  float hif8_target = 0.0f;                                    // fused operators: the effective KG HiF8 target (else 0)
   settings::AllReduce all_reduce = settings::AllReduce::Auto;  // QCOLL_ALL_REDUCE, read in phase one
   int ndim = 2;
-  int64_t shape[3] = {0, 0, 0};   // x's shape
-  std::size_t rows = 0;           // BS (B*S for 3-D x)
+  int64_t shape[3] = {0, 0, 0};  // x's shape
+  std::size_t rows = 0;          // BS (B*S for 3-D x)
   std::size_t H = 0;
-  const uint8_t* x = nullptr;     // data + offset, in bytes (fused operators: the float input)
+  const uint8_t* x = nullptr;       // data + offset, in bytes (fused operators: the float input)
   const uint8_t* scales = nullptr;  // null for the fused operators
   uint8_t* out = nullptr;
 
@@ -62,7 +62,7 @@ struct ValidatedCall {
   std::size_t rows_per_rank() const { return rows / nranks(); }
   std::size_t scales_row_bytes() const;  // contract::scales_row_bytes
   std::size_t out_elem_bytes() const;
-  std::size_t out_bytes() const;          // bytes of the whole output
+  std::size_t out_bytes() const;  // bytes of the whole output
   comm::ExchangeSpec exchange_spec() const;
   CallDescriptor descriptor() const;
 };

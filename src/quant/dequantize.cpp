@@ -5,8 +5,8 @@
 
 namespace qcoll::quant {
 
-bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H,
-                DType x_dtype, DType scales_dtype, float* out) {
+bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H, DType x_dtype,
+                DType scales_dtype, float* out) {
   if (out == nullptr) return false;
   if (!check_quantize_args(q, rows, H, x_dtype, scales_dtype, out, scales).ok()) return false;
   const float* table = formats::decode_table(x_dtype);

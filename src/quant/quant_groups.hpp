@@ -39,15 +39,9 @@ inline uint8_t encode_int8_sym(float r) {
   // nearbyint rounds in the current mode: round to nearest even unless the caller changed it.
   return static_cast<uint8_t>(static_cast<int8_t>(std::nearbyint(r)));
 }
-inline uint8_t encode_e4m3_sat(float r) {
-  return formats::encode_float8_e4m3fn(r, formats::Saturation::Saturating);
-}
-inline uint8_t encode_e5m2_sat(float r) {
-  return formats::encode_float8_e5m2(r, formats::Saturation::Saturating);
-}
-inline uint8_t encode_hif8_sat(float r) {
-  return formats::encode_hifloat8(r, formats::Saturation::Saturating);
-}
+inline uint8_t encode_e4m3_sat(float r) { return formats::encode_float8_e4m3fn(r, formats::Saturation::Saturating); }
+inline uint8_t encode_e5m2_sat(float r) { return formats::encode_float8_e5m2(r, formats::Saturation::Saturating); }
+inline uint8_t encode_hif8_sat(float r) { return formats::encode_hifloat8(r, formats::Saturation::Saturating); }
 
 using ElementEncoder = uint8_t (*)(float);
 
@@ -85,7 +79,7 @@ inline int floor_log2(float a) {
 template <ElementEncoder Encode, int EmaxElem>
 inline uint8_t quantize_mx_block(const float* v, uint8_t* q) {
   using E8M0 = Traits<DType::Float8E8M0>;
-  constexpr int kMinExp = -E8M0::kExponentBias;                 // code 0x00
+  constexpr int kMinExp = -E8M0::kExponentBias;                  // code 0x00
   constexpr int kMaxExp = E8M0::kMaxCode - E8M0::kExponentBias;  // code 0xFE, never 0xFF (NaN)
   const float amax = finite_amax(v, kMxGroup);
   int shared_exp = amax == 0.0f ? kMinExp : floor_log2(amax) - EmaxElem;

@@ -83,10 +83,8 @@ HWY_INLINE hn::Vec<DF> HalfToF32(DF df, hn::Vec<hn::RebindToUnsigned<DF>> b) {
     const auto mag = hn::And(b, hn::Set(du, 0x7FFFu));
     const auto rebias = hn::Set(du, static_cast<uint32_t>(F16::kF32Rebias) << 23);
     auto v = hn::Add(hn::ShiftLeft<13>(mag), rebias);
-    v = hn::IfThenElse(hn::RebindMask(du, hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7BFF))),
-                       hn::Add(v, rebias), v);
-    const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)),
-                                             hn::Set(df, F16::kMinSubnormal)));
+    v = hn::IfThenElse(hn::RebindMask(du, hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7BFF))), hn::Add(v, rebias), v);
+    const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), hn::Set(df, F16::kMinSubnormal)));
     v = hn::IfThenElse(hn::RebindMask(du, hn::Lt(hn::BitCast(di, mag), hn::Set(di, 0x400))), sub, v);
     return hn::BitCast(df, hn::Or(v, sign));
   }
@@ -110,8 +108,8 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const void* HWY_RESTRICT x, std::size_t i)
 // Lanes whose max is the largest magnitude over [first, first + n), NaN and Inf included,
 // in the input's bits (16-bit codes zero-extended in u32 lanes for bf16/fp16).
 template <DType In, class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RawAbsMaxLanes(DF df, const void* HWY_RESTRICT x,
-                                                            std::size_t first, std::size_t n) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RawAbsMaxLanes(DF df, const void* HWY_RESTRICT x, std::size_t first,
+                                                            std::size_t n) {
   const hn::RebindToUnsigned<DF> du;
   if constexpr (In == DType::Float) {
     const std::size_t N = hn::Lanes(du);
@@ -147,8 +145,8 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RawMaxToF32Bits(DF df, hn::Vec<hn::
 // The reference's amax: largest magnitude over the finite elements (0 if none), as fp32
 // bits broadcast to every lane. For groups whose raw max is not finite.
 template <DType In, class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> FiniteAmaxBits(DF df, const void* HWY_RESTRICT x,
-                                                            std::size_t first, std::size_t n) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> FiniteAmaxBits(DF df, const void* HWY_RESTRICT x, std::size_t first,
+                                                            std::size_t n) {
   const hn::RebindToSigned<DF> di;
   const std::size_t N = hn::Lanes(df);
   const auto abs_mask = hn::Set(di, 0x7FFFFFFF);
@@ -208,8 +206,8 @@ HWY_INLINE void StoreCodes4(DF df, CodeVec<DF> a, CodeVec<DF> b, CodeVec<DF> c, 
 
 // Codes of elements [first, first + n) (n a multiple of 4N) scaled by `op` (v -> r).
 template <DType In, DType X, EncodeRange R, class DF, class Op>
-HWY_INLINE void EncodeSpan(DF df, const void* HWY_RESTRICT x, std::size_t first, std::size_t n,
-                           uint8_t* HWY_RESTRICT q, Op op) {
+HWY_INLINE void EncodeSpan(DF df, const void* HWY_RESTRICT x, std::size_t first, std::size_t n, uint8_t* HWY_RESTRICT q,
+                           Op op) {
   const std::size_t N = hn::Lanes(df);
   for (std::size_t i = 0; i < n; i += 4 * N) {
     const std::size_t e = first + i;
@@ -227,8 +225,8 @@ HWY_INLINE void EncodeSpan(DF df, const void* HWY_RESTRICT x, std::size_t first,
 // (EncodeSatNearTie) are done again with the division. Division is the slowest operation
 // of the quantizer; this leaves it for about 1 vector in 10^3.
 template <DType In, DType X, class DF>
-HWY_INLINE void EncodeKgByReciprocal(DF df, const void* HWY_RESTRICT x, std::size_t first,
-                                     uint8_t* HWY_RESTRICT q, float scale, float recip) {
+HWY_INLINE void EncodeKgByReciprocal(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
+                                     float scale, float recip) {
   constexpr std::size_t G = contract::kKgGroup;
   const std::size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, scale);
@@ -255,8 +253,8 @@ HWY_INLINE void EncodeKgByReciprocal(DF df, const void* HWY_RESTRICT x, std::siz
 // The codes of one KG group whose scale is known. finite: the group has no NaN or Inf;
 // recip: RN(1 / scale), used when scale and recip are normal (INT8, E4M3FN, E5M2).
 template <DType In, DType X, class DF>
-HWY_INLINE void EncodeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t first,
-                              uint8_t* HWY_RESTRICT q, float scale, float recip, bool finite) {
+HWY_INLINE void EncodeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
+                              float scale, float recip, bool finite) {
   constexpr std::size_t G = contract::kKgGroup;
   const hn::RebindToSigned<DF> di;
   if (scale == 0.0f) {
@@ -281,8 +279,8 @@ HWY_INLINE void EncodeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t fir
 
 // One KG group on its own (tails): returns its scale.
 template <DType In, DType X, class DF>
-HWY_INLINE float QuantizeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t first,
-                                 uint8_t* HWY_RESTRICT q, float target) {
+HWY_INLINE float QuantizeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
+                                 float target) {
   constexpr std::size_t G = contract::kKgGroup;
   const hn::RebindToUnsigned<DF> du;
   auto bits = RawMaxToF32Bits<In>(df, hn::MaxOfLanes(du, RawAbsMaxLanes<In>(df, x, first, G)));
@@ -300,8 +298,8 @@ HWY_INLINE float QuantizeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t 
 // ConcatEven/ConcatOdd tree: each level takes the maxima of adjacent lanes of two vectors
 // into one (the first's in the lower half), so after log2(N) levels lane b holds group b's.
 template <DType In, class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BatchRawMaxF32Bits(DF df, const void* HWY_RESTRICT x,
-                                                                std::size_t first, std::size_t G) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BatchRawMaxF32Bits(DF df, const void* HWY_RESTRICT x, std::size_t first,
+                                                                std::size_t G) {
   constexpr std::size_t N = hn::MaxLanes(DF());
   const hn::RebindToUnsigned<DF> du;
   hn::Vec<decltype(du)> m[N];
@@ -315,8 +313,8 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BatchRawMaxF32Bits(DF df, const voi
 // N consecutive KG groups: scales and reciprocals computed as vectors (the same IEEE
 // divisions), the scales stored as one vector.
 template <DType In, DType X, class DF>
-HWY_INLINE void QuantizeKgBatch(DF df, const void* HWY_RESTRICT x, std::size_t first,
-                                uint8_t* HWY_RESTRICT q, float* HWY_RESTRICT scales, float target) {
+HWY_INLINE void QuantizeKgBatch(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
+                                float* HWY_RESTRICT scales, float target) {
   constexpr std::size_t G = contract::kKgGroup;
   constexpr std::size_t N = hn::MaxLanes(DF());
   const hn::RebindToSigned<DF> di;
@@ -353,8 +351,7 @@ HWY_INLINE hn::Vec<DI> MxInvScaleBits(DI di, hn::Vec<DI> shared_exp) {
 
 // One MX block, on its own (tails and blocks with non-finite elements).
 template <DType In, DType X, class DF>
-HWY_INLINE uint8_t QuantizeMxBlock(DF df, const void* HWY_RESTRICT x, std::size_t first,
-                                   uint8_t* HWY_RESTRICT q) {
+HWY_INLINE uint8_t QuantizeMxBlock(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q) {
   constexpr std::size_t G = contract::kMxGroup;
   const hn::RebindToSigned<DF> di;
   const std::size_t N = hn::Lanes(df);
@@ -370,8 +367,8 @@ HWY_INLINE uint8_t QuantizeMxBlock(DF df, const void* HWY_RESTRICT x, std::size_
 #if !HWY_HAVE_SCALABLE
 // N consecutive MX blocks: shared exponents as one vector, the scale bytes stored as one.
 template <DType In, DType X, class DF>
-HWY_INLINE void QuantizeMxBatch(DF df, const void* HWY_RESTRICT x, std::size_t first,
-                                uint8_t* HWY_RESTRICT q, uint8_t* HWY_RESTRICT scales) {
+HWY_INLINE void QuantizeMxBatch(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
+                                uint8_t* HWY_RESTRICT scales) {
   constexpr std::size_t G = contract::kMxGroup;
   constexpr std::size_t N = hn::MaxLanes(DF());
   const hn::RebindToUnsigned<DF> du;
@@ -385,9 +382,8 @@ HWY_INLINE void QuantizeMxBatch(DF df, const void* HWY_RESTRICT x, std::size_t f
   StoreCodes(df, hn::BitCast(du, hn::Add(shared_exp, hn::Set(di, 127))), scales);
   alignas(64) float inv[N];
   hn::Store(hn::BitCast(df, MxInvScaleBits(di, shared_exp)), df, inv);
-  EncodeSpan<In, X, EncodeRange::kNoNaN>(df, x, first, G * N, q, [&](hn::Vec<DF> v, std::size_t i) {
-    return hn::Mul(v, hn::Set(df, inv[i / G]));
-  });
+  EncodeSpan<In, X, EncodeRange::kNoNaN>(
+      df, x, first, G * N, q, [&](hn::Vec<DF> v, std::size_t i) { return hn::Mul(v, hn::Set(df, inv[i / G])); });
 }
 #endif
 
@@ -400,8 +396,7 @@ HWY_NOINLINE void QuantizeKgRows(const detail::QuantJob& job) {
   std::size_t g = 0;
 #if !HWY_HAVE_SCALABLE
   const std::size_t N = hn::Lanes(df);
-  for (; (g + N) * G <= count; g += N)
-    QuantizeKgBatch<In, X>(df, job.x, g * G, job.q + g * G, scales + g, job.target);
+  for (; (g + N) * G <= count; g += N) QuantizeKgBatch<In, X>(df, job.x, g * G, job.q + g * G, scales + g, job.target);
 #endif
   for (; g * G < count; ++g) scales[g] = QuantizeKgGroup<In, X>(df, job.x, g * G, job.q + g * G, job.target);
 }

@@ -22,11 +22,18 @@ float kg_target(DType x_dtype, float hif8_target) {
   return hif8_target != 0.0f ? hif8_target : default_hif8_target();
 }
 
-QuantJob make_job(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
-                  DType scales_dtype, uint8_t* q, void* scales, const QuantOptions& opt) {
+QuantJob make_job(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                  uint8_t* q, void* scales, const QuantOptions& opt) {
   const float target = scales_dtype == DType::Float ? kg_target(x_dtype, opt.hif8_target) : 0.0f;
-  return QuantJob{.in_dtype = in_dtype, .x = x, .rows = rows, .H = H, .x_dtype = x_dtype,
-                  .scales_dtype = scales_dtype, .target = target, .q = q, .scales = scales};
+  return QuantJob{.in_dtype = in_dtype,
+                  .x = x,
+                  .rows = rows,
+                  .H = H,
+                  .x_dtype = x_dtype,
+                  .scales_dtype = scales_dtype,
+                  .target = target,
+                  .q = q,
+                  .scales = scales};
 }
 
 QuantJob rows_of(const QuantJob& job, std::size_t first, std::size_t count) {
@@ -54,9 +61,8 @@ void quantize_scalar(const QuantJob& job) {
 int quantize_parts(const QuantJob& job, int threads) {
   if (threads == 0) {
     const std::size_t elements = job.rows * job.H;
-    threads = elements < kQuantAutoThreadElements
-                  ? 1
-                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads =
+        elements < kQuantAutoThreadElements ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
   threads = std::clamp(threads, 1, kMaxQuantThreads);
   return static_cast<int>(std::min<std::size_t>(job.rows, static_cast<std::size_t>(threads)));
@@ -101,43 +107,41 @@ bool is_in_dtype(DType t) { return std::find(std::begin(kInDtypes), std::end(kIn
 
 }  // namespace
 
-Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H,
-                     DType x_dtype, DType scales_dtype, uint8_t* q, void* scales,
-                     const QuantOptions& opt) {
+Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                     uint8_t* q, void* scales, const QuantOptions& opt) {
   if (!is_in_dtype(in_dtype))
-    return Status::Error(StatusCode::ParamInvalid, "in_dtype: must be " + contract::dtype_list(kInDtypes) +
-                                                       ", got " + contract::dtype_text(in_dtype));
+    return Status::Error(StatusCode::ParamInvalid, "in_dtype: must be " + contract::dtype_list(kInDtypes) + ", got " +
+                                                       contract::dtype_text(in_dtype));
   const float target = scales_dtype == DType::Float ? opt.hif8_target : 0.0f;
   Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, q, scales, target, opt.threads);
   if (!st.ok()) return st;
-  detail::run_quantize(detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, q, scales, opt),
-                       opt.threads);
+  detail::run_quantize(detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, q, scales, opt), opt.threads);
   return Status::Ok();
 }
 
-bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                 float* scales, const KgOptions& opt) {
+bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
+                 const KgOptions& opt) {
   return quantize_rows(DType::Float, x, rows, H, x_dtype, DType::Float, q, scales, opt).ok();
 }
-bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, float* scales, const KgOptions& opt) {
+bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
+                      const KgOptions& opt) {
   return quantize_rows(DType::BFloat16, x, rows, H, x_dtype, DType::Float, q, scales, opt).ok();
 }
-bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, float* scales, const KgOptions& opt) {
+bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
+                      const KgOptions& opt) {
   return quantize_rows(DType::Float16, x, rows, H, x_dtype, DType::Float, q, scales, opt).ok();
 }
 
-bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q,
-                 uint8_t* scales, const MxOptions& opt) {
+bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
+                 const MxOptions& opt) {
   return quantize_rows(DType::Float, x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt).ok();
 }
-bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, uint8_t* scales, const MxOptions& opt) {
+bool quantize_mx_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
+                      const MxOptions& opt) {
   return quantize_rows(DType::BFloat16, x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt).ok();
 }
-bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                      uint8_t* q, uint8_t* scales, const MxOptions& opt) {
+bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
+                      const MxOptions& opt) {
   return quantize_rows(DType::Float16, x, rows, H, x_dtype, DType::Float8E8M0, q, scales, opt).ok();
 }
 

@@ -30,8 +30,8 @@
 namespace qcoll::quant::detail {
 
 struct QuantJob {
-  DType in_dtype = DType::Float;      // Float, BFloat16 or Float16 rows
-  const void* x = nullptr;            // rows * H input elements
+  DType in_dtype = DType::Float;  // Float, BFloat16 or Float16 rows
+  const void* x = nullptr;        // rows * H input elements
   std::size_t rows = 0;
   std::size_t H = 0;                  // a multiple of the group (128 KG, 64 MX)
   DType x_dtype = DType::Int8;        // KG: Int8, HiFloat8, Float8E4M3FN, Float8E5M2; MX: the fp8s
@@ -47,8 +47,8 @@ float kg_target(DType x_dtype, float hif8_target);
 
 // The job of a call whose arguments passed check_quantize_args (in_dtype Float, BFloat16 or
 // Float16): the KG target resolved from opt.hif8_target.
-QuantJob make_job(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
-                  DType scales_dtype, uint8_t* q, void* scales, const QuantOptions& opt);
+QuantJob make_job(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                  uint8_t* q, void* scales, const QuantOptions& opt);
 
 // Rows [first, first + count) of `job` as a job of their own.
 QuantJob rows_of(const QuantJob& job, std::size_t first, std::size_t count);
@@ -79,8 +79,7 @@ namespace qcoll::quant {
 // for KG only, and threads) and returns its Status (PARAM_NULLPTR / PARAM_INVALID naming the
 // parameter, the value seen and the rule; nothing written), else runs it. rows == 0 writes
 // nothing.
-Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H,
-                     DType x_dtype, DType scales_dtype, uint8_t* q, void* scales,
-                     const QuantOptions& opt);
+Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                     uint8_t* q, void* scales, const QuantOptions& opt);
 
 }  // namespace qcoll::quant

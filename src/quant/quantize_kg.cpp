@@ -21,9 +21,12 @@ void kg_rows(const QuantJob& job) {
 template <ElementEncoder Encode>
 void kg_input(const QuantJob& job) {
   switch (job.in_dtype) {
-    case DType::BFloat16: return kg_rows<Encode, DType::BFloat16>(job);
-    case DType::Float16: return kg_rows<Encode, DType::Float16>(job);
-    default: return kg_rows<Encode, DType::Float>(job);
+    case DType::BFloat16:
+      return kg_rows<Encode, DType::BFloat16>(job);
+    case DType::Float16:
+      return kg_rows<Encode, DType::Float16>(job);
+    default:
+      return kg_rows<Encode, DType::Float>(job);
   }
 }
 
@@ -31,10 +34,14 @@ void kg_input(const QuantJob& job) {
 
 void quantize_kg_scalar(const QuantJob& job) {
   switch (job.x_dtype) {
-    case DType::Int8: return kg_input<encode_int8_sym>(job);
-    case DType::Float8E4M3FN: return kg_input<encode_e4m3_sat>(job);
-    case DType::Float8E5M2: return kg_input<encode_e5m2_sat>(job);
-    default: return kg_input<encode_hif8_sat>(job);  // HiFloat8 (the job is checked)
+    case DType::Int8:
+      return kg_input<encode_int8_sym>(job);
+    case DType::Float8E4M3FN:
+      return kg_input<encode_e4m3_sat>(job);
+    case DType::Float8E5M2:
+      return kg_input<encode_e5m2_sat>(job);
+    default:
+      return kg_input<encode_hif8_sat>(job);  // HiFloat8 (the job is checked)
   }
 }
 

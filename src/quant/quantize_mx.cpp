@@ -23,9 +23,12 @@ void mx_rows(const QuantJob& job) {
 template <ElementEncoder Encode, int EmaxElem>
 void mx_input(const QuantJob& job) {
   switch (job.in_dtype) {
-    case DType::BFloat16: return mx_rows<Encode, EmaxElem, DType::BFloat16>(job);
-    case DType::Float16: return mx_rows<Encode, EmaxElem, DType::Float16>(job);
-    default: return mx_rows<Encode, EmaxElem, DType::Float>(job);
+    case DType::BFloat16:
+      return mx_rows<Encode, EmaxElem, DType::BFloat16>(job);
+    case DType::Float16:
+      return mx_rows<Encode, EmaxElem, DType::Float16>(job);
+    default:
+      return mx_rows<Encode, EmaxElem, DType::Float>(job);
   }
 }
 

@@ -23,10 +23,14 @@ namespace HWY_NAMESPACE {
 template <DType In>
 void QuantizeInput(const detail::QuantJob& job) {
   switch (job.x_dtype) {
-    case DType::Int8: return QuantizeRows<In, DType::Int8>(job);
-    case DType::Float8E4M3FN: return QuantizeRows<In, DType::Float8E4M3FN>(job);
-    case DType::Float8E5M2: return QuantizeRows<In, DType::Float8E5M2>(job);
-    default: return QuantizeRows<In, DType::HiFloat8>(job);
+    case DType::Int8:
+      return QuantizeRows<In, DType::Int8>(job);
+    case DType::Float8E4M3FN:
+      return QuantizeRows<In, DType::Float8E4M3FN>(job);
+    case DType::Float8E5M2:
+      return QuantizeRows<In, DType::Float8E5M2>(job);
+    default:
+      return QuantizeRows<In, DType::HiFloat8>(job);
   }
 }
 
@@ -41,9 +45,12 @@ void QuantizeSimd(const detail::QuantJob& job) {
     return;
   }
   switch (job.in_dtype) {
-    case DType::BFloat16: return QuantizeInput<DType::BFloat16>(job);
-    case DType::Float16: return QuantizeInput<DType::Float16>(job);
-    default: return QuantizeInput<DType::Float>(job);
+    case DType::BFloat16:
+      return QuantizeInput<DType::BFloat16>(job);
+    case DType::Float16:
+      return QuantizeInput<DType::Float16>(job);
+    default:
+      return QuantizeInput<DType::Float>(job);
   }
 #endif
 }
@@ -69,9 +76,7 @@ void quantize_simd(const QuantJob& job) {
   HWY_DYNAMIC_DISPATCH(QuantizeSimd)(job);
 }
 
-std::vector<std::string> quantize_simd_targets() {
-  return core::usable_simd_target_names();
-}
+std::vector<std::string> quantize_simd_targets() { return core::usable_simd_target_names(); }
 
 bool quantize_on_target(std::string_view target, const QuantJob& job) {
   const int64_t t = core::usable_simd_target(target);

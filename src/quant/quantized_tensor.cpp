@@ -12,17 +12,14 @@ const void* QuantizedTensor::scales_data() const {
                                       : static_cast<const void*>(mx_scales.data());
 }
 
-std::size_t QuantizedTensor::scales_bytes() const {
-  return kg_scales.size() * sizeof(float) + mx_scales.size();
-}
+std::size_t QuantizedTensor::scales_bytes() const { return kg_scales.size() * sizeof(float) + mx_scales.size(); }
 
 namespace {
 
-Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::size_t H,
-                       DType x_dtype, DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
+Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
+                       DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
   // q and scales are ours; pass x itself where a non-null pointer is needed for them.
-  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target,
-                                  opt.threads);
+  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target, opt.threads);
   if (!st.ok()) return st;
   QuantizedTensor t;
   t.x_dtype = x_dtype;
@@ -37,9 +34,8 @@ Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::siz
   // rows == 0: nothing to quantize (and empty vectors may have no data pointer).
   if (rows != 0) {
     void* scales = kg ? static_cast<void*>(t.kg_scales.data()) : static_cast<void*>(t.mx_scales.data());
-    detail::run_quantize(
-        detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, t.q.data(), scales, opt),
-        opt.threads);
+    detail::run_quantize(detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, t.q.data(), scales, opt),
+                         opt.threads);
   }
   out = std::move(t);
   return Status::Ok();
@@ -47,25 +43,24 @@ Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::siz
 
 }  // namespace
 
-Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype,
-                DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
+Status quantize(const float* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                QuantizedTensor& out, const KgOptions& opt) {
   return quantize_tensor(DType::Float, x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
-Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
+Status quantize_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                     QuantizedTensor& out, const KgOptions& opt) {
   return quantize_tensor(DType::BFloat16, x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
-Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype,
-                     DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
+Status quantize_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
+                     QuantizedTensor& out, const KgOptions& opt) {
   return quantize_tensor(DType::Float16, x, rows, H, x_dtype, scales_dtype, out, opt);
 }
 
 std::vector<float> dequantize(const QuantizedTensor& t) {
   std::vector<float> out(t.rows * t.H);
-  if (!dequantize(t.q.data(), t.scales_data(), t.rows, t.H, t.x_dtype, t.scales_dtype, out.data()))
-    out.clear();
+  if (!dequantize(t.q.data(), t.scales_data(), t.rows, t.H, t.x_dtype, t.scales_dtype, out.data())) out.clear();
   return out;
 }
 

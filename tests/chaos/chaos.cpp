@@ -55,11 +55,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -108,10 +108,14 @@ double now_s() {
 enum OutClass : int32_t { kCorrect = 0, kUntouched = 1, kOwnRows = 2, kPartial = 3 };
 const char* out_class_name(int c) {
   switch (c) {
-    case kCorrect: return "correct";
-    case kUntouched: return "untouched";
-    case kOwnRows: return "own rows";
-    default: return "PARTLY WRITTEN";
+    case kCorrect:
+      return "correct";
+    case kUntouched:
+      return "untouched";
+    case kOwnRows:
+      return "own rows";
+    default:
+      return "PARTLY WRITTEN";
   }
 }
 
@@ -124,18 +128,18 @@ struct Rec {
 struct RankSlot {
   std::atomic<int32_t> pid, ready, started, in_call, finished, ncalls;
   std::atomic<int32_t> entered;  // calls begun
-  std::atomic<int32_t> health;  // 0 not run, 1 worked, 2 failed
+  std::atomic<int32_t> health;   // 0 not run, 1 worked, 2 failed
   double health_secs;
   char health_msg[240];
-  char shm_names[3][96];   // the segment of the trial's communicator, of the health one; a mutant's
+  char shm_names[3][96];     // the segment of the trial's communicator, of the health one; a mutant's
   char socket_names[2][96];  // the rendezvous socket of an id this rank made
   Rec recs[kMaxRecs];
 };
 
 struct Control {
-  std::atomic<int32_t> go;       // the driver: start calling
-  std::atomic<int32_t> victim;   // set once the signal was sent
-  std::atomic<int32_t> end;      // the driver: the trial is over (threads: stopped victim resumes)
+  std::atomic<int32_t> go;      // the driver: start calling
+  std::atomic<int32_t> victim;  // set once the signal was sent
+  std::atomic<int32_t> end;     // the driver: the trial is over (threads: stopped victim resumes)
   std::atomic<int32_t> id_ready, health_id_ready;
   char id_hex[QCOLL_UNIQUE_ID_HEX_CHARS + 1];
   char health_id_hex[QCOLL_UNIQUE_ID_HEX_CHARS + 1];
@@ -464,7 +468,7 @@ int mpi_rank_main(int argc, char** argv) {
 
 struct ThreadFate {
   std::atomic<int> victim{-1};
-  std::atomic<int> fate{0};  // 0 none, 1 kill, 2 stop
+  std::atomic<int> fate{0};   // 0 none, 1 kill, 2 stop
   std::atomic<int> acted{0};  // 1 mid-call (in the hook), 2 between calls
   std::atomic<bool> end{false};
   std::string group;  // the trial's group name (set before the threads start)
@@ -586,8 +590,8 @@ struct TrialResult {
 };
 
 // Judges the survivors' records of a trial whose signal went at t_signal.
-void judge_records(const Control& ctl, int victim, double t_signal, double timeout_s, bool threads,
-                   TrialResult& tr, double* slowest_failure, int* own_rows) {
+void judge_records(const Control& ctl, int victim, double t_signal, double timeout_s, bool threads, TrialResult& tr,
+                   double* slowest_failure, int* own_rows) {
   *slowest_failure = 0;
   *own_rows = 0;
   for (int r = 0; r < kRanks; ++r) {
@@ -604,10 +608,10 @@ void judge_records(const Control& ctl, int victim, double t_signal, double timeo
     for (int k = 0; k < n; ++k) {
       const Rec& rc = s.recs[k];
       const std::string what = who + " call " + std::to_string(k) + " (variant " + std::to_string(rc.variant) + ")";
-      if (rc.secs > timeout_s + 2)
-        tr.problems.push_back(what + ": returned after " + std::to_string(rc.secs) + " s");
+      if (rc.secs > timeout_s + 2) tr.problems.push_back(what + ": returned after " + std::to_string(rc.secs) + " s");
       if (rc.status == QCOLL_SUCCESS) {
-        if (rc.out_class != kCorrect) tr.problems.push_back(what + ": succeeded with output " + out_class_name(rc.out_class));
+        if (rc.out_class != kCorrect)
+          tr.problems.push_back(what + ": succeeded with output " + out_class_name(rc.out_class));
         // A call the victim never began cannot succeed (one it was in may: its part done).
         if (rc.t0 > t_signal && k >= ctl.ranks[victim].entered.load())
           tr.problems.push_back(what + ": succeeded although the victim never began it");
@@ -780,9 +784,9 @@ TrialResult trial_threads(const Options& o, std::mt19937& rng, int trial, int si
   const int acted = g_fate.acted.load();
   (void)in_call;
   const std::string where = acted == 1 ? "mid-call" : "between calls";
-  tr.outcome = tr.problems.empty() ? "pass: " + where + ", " + how_text(slowest) +
-                                         (own_rows ? ", own rows left (in place)" : "")
-                                   : "FAIL";
+  tr.outcome = tr.problems.empty()
+                   ? "pass: " + where + ", " + how_text(slowest) + (own_rows ? ", own rows left (in place)" : "")
+                   : "FAIL";
   munmap(ctlp, sizeof(Control));
   return tr;
 }
@@ -839,8 +843,8 @@ TrialResult trial_shm(const Options& o, std::mt19937& rng, int sig, const Plan& 
     setpgid(pid, pgid);
     pids[r] = pid;
   }
-  const Strike k = strike(ctl, victim, sig, delay_ms, 60, o.timeout_s + 2 + 30, "bootstrap",
-                          [&] { return pids[victim]; }, tr);
+  const Strike k = strike(
+      ctl, victim, sig, delay_ms, 60, o.timeout_s + 2 + 30, "bootstrap", [&] { return pids[victim]; }, tr);
   const double t_signal = k.t_signal;
   const bool ready = k.ready;
   const int in_call = k.in_call;
@@ -865,7 +869,8 @@ TrialResult trial_shm(const Options& o, std::mt19937& rng, int sig, const Plan& 
     codes[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
   }
   for (int r = 0; r < kRanks; ++r)
-    if (r != victim && codes[r] != 0) tr.problems.push_back("rank " + std::to_string(r) + " exit code " + std::to_string(codes[r]));
+    if (r != victim && codes[r] != 0)
+      tr.problems.push_back("rank " + std::to_string(r) + " exit code " + std::to_string(codes[r]));
   for (int pid : tagged_processes("", pgid)) {
     tr.problems.push_back("process left: " + std::to_string(pid));
     kill(pid, SIGKILL);
@@ -918,8 +923,9 @@ TrialResult trial_mpirun(const Options& o, std::mt19937& rng, int sig, const std
     _exit(127);
   }
   setpgid(mpirun, mpirun);
-  const Strike k = strike(ctl, victim, sig, delay_ms, 90, o.timeout_s + 2 + 40, "mpirun start",
-                          [&] { return static_cast<pid_t>(ctl.ranks[victim].pid.load()); }, tr);
+  const Strike k = strike(
+      ctl, victim, sig, delay_ms, 90, o.timeout_s + 2 + 40, "mpirun start",
+      [&] { return static_cast<pid_t>(ctl.ranks[victim].pid.load()); }, tr);
   const double t_signal = k.t_signal;
   const bool ready = k.ready;
   const int in_call = k.in_call;
@@ -1050,13 +1056,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--trials") o.trials = std::atoi(next().c_str());
-    else if (a == "--seed") o.seed = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 10));
-    else if (a == "--window-ms") o.window_ms = std::atoi(next().c_str());
-    else if (a == "--timeout") o.timeout_s = std::atof(next().c_str());
-    else if (a == "--mpirun") o.mpirun = next();
-    else if (a == "--btl") o.btl = next();
-    else if (a == "--verbose") o.verbose = true;
+    if (a == "--trials")
+      o.trials = std::atoi(next().c_str());
+    else if (a == "--seed")
+      o.seed = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 10));
+    else if (a == "--window-ms")
+      o.window_ms = std::atoi(next().c_str());
+    else if (a == "--timeout")
+      o.timeout_s = std::atof(next().c_str());
+    else if (a == "--mpirun")
+      o.mpirun = next();
+    else if (a == "--btl")
+      o.btl = next();
+    else if (a == "--verbose")
+      o.verbose = true;
     else if (a == "all") {
       transports.insert(transports.end(), {"threads", "shm"});
 #if QCOLL_HAVE_MPI
@@ -1071,7 +1084,8 @@ int main(int argc, char** argv) {
 #endif
       transports.push_back(a);
     } else {
-      std::fprintf(stderr, "usage: chaos threads|shm|mpi-shm|mpi|all [--trials N] [--seed S] [--window-ms W] [--timeout S]\n");
+      std::fprintf(stderr,
+                   "usage: chaos threads|shm|mpi-shm|mpi|all [--trials N] [--seed S] [--window-ms W] [--timeout S]\n");
       return 2;
     }
   }

@@ -72,7 +72,8 @@ inline std::vector<Mode> all_modes() {
   using qcoll::DType;
   std::vector<Mode> m;
   for (DType out : {DType::Float, DType::Float16, DType::BFloat16}) {
-    for (DType x : {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2}) m.push_back({x, DType::Float, out});
+    for (DType x : {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2})
+      m.push_back({x, DType::Float, out});
     for (DType x : {DType::Float8E4M3FN, DType::Float8E5M2}) m.push_back({x, DType::Float8E8M0, out});
   }
   return m;
@@ -123,8 +124,8 @@ inline const char* op_name(Op op) { return op == Op::ReduceScatter ? "reduce-sca
 
 // Both phases of one operator call on this rank's inputs; output bytes in `out`.
 // `phase` tells which phase failed (1 or 2; 0 on success).
-inline qcollStatus call_op(Op op, const Mode& m, Inputs& in, std::size_t BS, std::size_t H, int n,
-                           const char* group, std::vector<uint8_t>& out, int* phase = nullptr) {
+inline qcollStatus call_op(Op op, const Mode& m, Inputs& in, std::size_t BS, std::size_t H, int n, const char* group,
+                           std::vector<uint8_t>& out, int* phase = nullptr) {
   const int64_t xd[2] = {static_cast<int64_t>(BS), static_cast<int64_t>(H)};
   const int64_t kg[2] = {static_cast<int64_t>(BS), static_cast<int64_t>(H / 128)};
   const int64_t mx[3] = {static_cast<int64_t>(BS), static_cast<int64_t>(H / 64), 2};

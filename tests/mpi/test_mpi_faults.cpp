@@ -4,11 +4,10 @@
 // the other operator; one rank destroys its executor; an exception in one rank's reduce
 // step mid-call; one rank never arrives (alive, QCOLL_TIMEOUT_S short); a call after a
 // failed call (works again after a mismatch; says "broken" at once after a timeout, also
-// on the rank that was absent, and a new communicator works). Every rank checks: status and message, its time bound, output
-// untouched after a failure, bit-exact result after recovery. Rank 0 prints one
-// "FAULT-MATRIX | case | transport | per-rank status and time | slowest |" row per case.
-// (A process killed mid-call is covered by test_faults_shm, with forked ranks: under
-// mpirun a killed rank makes mpirun end the whole job, and by test_mpi_peer_exit.)
+// on the rank that was absent, and a new communicator works). Every rank checks: status and message, its time bound,
+// output untouched after a failure, bit-exact result after recovery. Rank 0 prints one "FAULT-MATRIX | case | transport
+// | per-rank status and time | slowest |" row per case. (A process killed mid-call is covered by test_faults_shm, with
+// forked ranks: under mpirun a killed rank makes mpirun end the whole job, and by test_mpi_peer_exit.)
 #include <mpi.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -58,8 +57,8 @@ void report(const std::string& transport, const std::string& name, const RankRes
   }
 }
 
-void expect_failed(const RankResult& x, bool faulty, qcollStatus faulty_status, double bound,
-                   double min_seconds, const std::string& name) {
+void expect_failed(const RankResult& x, bool faulty, qcollStatus faulty_status, double bound, double min_seconds,
+                   const std::string& name) {
   if (!x.called) return;
   const std::string at = name + ": ";
   check(x.status == (faulty ? faulty_status : QCOLL_RUNTIME_ERROR),
@@ -155,7 +154,8 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     RankResult r = run(big);
     faults::inject_reduce_fault(false);
-    const std::string name = std::string(big.fused ? "fused: " : "") + "exception in the reduce step mid-protocol (r2, " +
+    const std::string name = std::string(big.fused ? "fused: " : "") +
+                             "exception in the reduce step mid-protocol (r2, " +
                              (rs_op ? "reduce-scatter" : "all-reduce") + ")";
     report(transport, name, r);
     const bool faulty = g_rank == faults::kReduceFaultRank % n;
@@ -208,8 +208,7 @@ int main(int argc, char** argv) {
     if (g_rank != last) {
       // The ranks that timed out know their communicator is broken: they fail at once.
       expect_failed(again, false, 0, kShort * 0.5, 0, "after a timeout");
-      check(again.message.find("broken") != std::string::npos ||
-                again.message.find("unusable") != std::string::npos,
+      check(again.message.find("broken") != std::string::npos || again.message.find("unusable") != std::string::npos,
             "after a timeout, the message should say the communicator is broken: " + again.message);
     } else {
       // The rank that was absent is told by its peers (shm: their failed state in the

@@ -36,8 +36,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mpi_test_support.hpp"
@@ -75,9 +75,7 @@ qcoll::Status leave_mid_call(const std::string&, int rank, std::size_t) {
 // the file system). Returns the exit code.
 int finish_through_files(const std::string& dir, int rank, int size, int reporters, const Tally& t,
                          const char* program) {
-  {
-    std::ofstream(dir + "/rank" + std::to_string(rank)) << t.checks() << " " << t.failures() << "\n";
-  }
+  { std::ofstream(dir + "/rank" + std::to_string(rank)) << t.checks() << " " << t.failures() << "\n"; }
   if (rank != 0) return t.failures() == 0 ? 0 : 1;
   long long checks = 0, failures = 0;
   int seen = 0;
@@ -161,16 +159,16 @@ int main(int argc, char** argv) {
     usleep(200 * 1000);
   }
 
-  const std::vector<Op> ops = mid_call ? std::vector<Op>{Op::AllReduce, Op::ReduceScatter}
-                                       : std::vector<Op>{Op::ReduceScatter, Op::AllReduce};
+  const std::vector<Op> ops =
+      mid_call ? std::vector<Op>{Op::AllReduce, Op::ReduceScatter} : std::vector<Op>{Op::ReduceScatter, Op::AllReduce};
   for (Op op : ops) {
     std::vector<uint8_t> out;
     const double t0 = MPI_Wtime();
     int phase = 0;
     const qcollStatus st = call_op(op, m, in, BS, H, size, "peer-exit", out, &phase);
     const double secs = MPI_Wtime() - t0;
-    t.check(st == QCOLL_RUNTIME_ERROR, "%s %s: expected RUNTIME_ERROR, got %d (phase %d): %s", transport,
-            op_name(op), st, phase, last_error().c_str());
+    t.check(st == QCOLL_RUNTIME_ERROR, "%s %s: expected RUNTIME_ERROR, got %d (phase %d): %s", transport, op_name(op),
+            st, phase, last_error().c_str());
     t.check(secs <= timeout_s + 3, "%s %s: returned after %.1f s, expected <= %.0f s", transport, op_name(op), secs,
             timeout_s + 3);
     if (mid_call && op == ops.back()) {
@@ -185,12 +183,15 @@ int main(int argc, char** argv) {
     bool untouched = true;
     for (uint8_t b : out) untouched = untouched && b == 0xA5;
     t.check(untouched, "%s %s: output buffer was written", transport, op_name(op));
-    if (rank == 0) std::printf("%s %s: RUNTIME_ERROR after %.2f s: %s\n", transport, op_name(op), secs, last_error().c_str());
+    if (rank == 0)
+      std::printf("%s %s: RUNTIME_ERROR after %.2f s: %s\n", transport, op_name(op), secs, last_error().c_str());
   }
   qcollMpiCommDestroy(c);
-  const std::string program =
-      std::string("test_mpi_peer_exit ") + transport +
-      (stop_mid_call ? " midcall-stop" : link_down ? " midcall-linkdown" : mid_call ? " midcall" : "");
+  const std::string program = std::string("test_mpi_peer_exit ") + transport +
+                              (stop_mid_call ? " midcall-stop"
+                               : link_down   ? " midcall-linkdown"
+                               : mid_call    ? " midcall"
+                                             : "");
   // Cut off, the victim checks its own calls too and reports like the others.
   const int reporters = link_down ? size : size - 1;
   const int rc = mid_call && report_dir[0] ? finish_through_files(report_dir, rank, size, reporters, t, program.c_str())

@@ -52,8 +52,10 @@ void gather_stats(const soak::Stats& s, int rank, int size, const char* when) {
   if (rank != 0) return;
   for (int r = 0; r < size; ++r) {
     const long long* a = &all[5 * static_cast<std::size_t>(r)];
-    std::printf("soak %s rank %d: RSS %lld KiB, %lld open fds, %lld qcoll segment(s) holding %lld KiB, /dev/shm used %lld KiB\n",
-                when, r, a[0], a[1], a[2], a[3] / 1024, a[4] / 1024);
+    std::printf(
+        "soak %s rank %d: RSS %lld KiB, %lld open fds, %lld qcoll segment(s) holding %lld KiB, /dev/shm used %lld "
+        "KiB\n",
+        when, r, a[0], a[1], a[2], a[3] / 1024, a[4] / 1024);
   }
   std::fflush(stdout);
 }
@@ -113,8 +115,8 @@ int main(int argc, char** argv) {
     }
     if (i == 0) first = soak::sample();
     // The warm-up ends after the first tenth of the calls, or of QCOLL_SOAK_SECONDS.
-    if (seconds > 0 ? !warm_taken && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
-                                         seconds / 10
+    if (seconds > 0 ? !warm_taken &&
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= seconds / 10
                     : i == warm) {
       after_warm = soak::sample();
       warm_taken = true;
@@ -133,7 +135,8 @@ int main(int argc, char** argv) {
   if (rank == 0)
     std::printf("soak: %ld calls per rank in %.1f s (%.0f calls/s)\n", done, secs, static_cast<double>(done) / secs);
   t.check(warm_taken && done >= 20, "only %ld calls made", done);
-  t.check(end.fds == after_warm.fds, "open file descriptors: %d after the warm-up, %d at the end", after_warm.fds, end.fds);
+  t.check(end.fds == after_warm.fds, "open file descriptors: %d after the warm-up, %d at the end", after_warm.fds,
+          end.fds);
   t.check(end.qcoll_shm_bytes == after_warm.qcoll_shm_bytes && end.qcoll_shm_segments == after_warm.qcoll_shm_segments,
           "qcoll /dev/shm: %d segment(s) of %lld bytes after the warm-up, %d of %lld at the end",
           after_warm.qcoll_shm_segments, after_warm.qcoll_shm_bytes, end.qcoll_shm_segments, end.qcoll_shm_bytes);

@@ -43,7 +43,8 @@ int ranks_on_my_host() {
   std::vector<char> all(static_cast<std::size_t>(g_size) * MPI_MAX_PROCESSOR_NAME);
   MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
   int same = 0;
-  for (int k = 0; k < g_size; ++k) same += std::string(&all[static_cast<std::size_t>(k) * MPI_MAX_PROCESSOR_NAME]) == mine;
+  for (int k = 0; k < g_size; ++k)
+    same += std::string(&all[static_cast<std::size_t>(k) * MPI_MAX_PROCESSOR_NAME]) == mine;
   return same;
 }
 
@@ -54,16 +55,17 @@ qcollMpiComm* create(const char* name, const char* transport, const char* buffsi
   const qcollStatus st = qcollMpiCommCreateWorld(name, &c);
   t.check(st == QCOLL_SUCCESS, "create %s (%s, %s MB): status %d: %s", name, transport, buffsize_mb, st,
           qcollGetRecentErrMsg());
-  if (c) t.check(std::string(qcollMpiCommTransport(c)) == transport, "%s: transport %s, expected %s", name,
-                 qcollMpiCommTransport(c), transport);
+  if (c)
+    t.check(std::string(qcollMpiCommTransport(c)) == transport, "%s: transport %s, expected %s", name,
+            qcollMpiCommTransport(c), transport);
   int expected_local = ranks_on_my_host();  // collective: every rank calls it
   if (g_fake_per_host > 0)
     expected_local = std::min(g_fake_per_host, g_size - g_rank / g_fake_per_host * g_fake_per_host);
   if (c) {
     int32_t local = -1;
     const qcollStatus ls = qcollMpiCommLocalSize(c, &local);
-    t.check(ls == QCOLL_SUCCESS && local == expected_local, "%s: local size %d (status %d), expected %d ranks on this host",
-            name, local, ls, expected_local);
+    t.check(ls == QCOLL_SUCCESS && local == expected_local,
+            "%s: local size %d (status %d), expected %d ranks on this host", name, local, ls, expected_local);
   }
   return c;
 }
@@ -100,21 +102,21 @@ std::vector<uint8_t> thread_transport_output(Op op, const Mode& m, std::vector<I
   return outs[g_rank];
 }
 
-void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t seed, const char* group,
-                const char* what, Tally& t, bool compare_threads) {
+void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t seed, const char* group, const char* what,
+                Tally& t, bool compare_threads) {
   std::vector<Inputs> all = inputs_of_all_ranks(m, BS, H, seed);
   std::vector<uint8_t> out;
   const qcollStatus st = call_op(op, m, all[g_rank], BS, H, g_size, group, out);
-  if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s BS=%zu H=%zu: status %d: %s", what, op_name(op), m.name().c_str(), BS,
-               H, st, last_error().c_str()))
+  if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s BS=%zu H=%zu: status %d: %s", what, op_name(op), m.name().c_str(), BS, H,
+               st, last_error().c_str()))
     return;
   const long long d = first_difference(m, out, expected(op, m, all, BS, H, g_rank));
   t.check(d < 0, "%s: %s %s BS=%zu H=%zu: differs from the reference at element %lld", what, op_name(op),
           m.name().c_str(), BS, H, d);
   if (compare_threads) {
     const long long dt = first_difference(m, out, thread_transport_output(op, m, all, BS, H, t));
-    t.check(dt < 0, "%s: %s %s: differs from the thread transport at element %lld", what, op_name(op),
-            m.name().c_str(), dt);
+    t.check(dt < 0, "%s: %s %s: differs from the thread transport at element %lld", what, op_name(op), m.name().c_str(),
+            dt);
   }
 }
 
@@ -155,7 +157,9 @@ void run_transport(const char* transport, Tally& t) {
     // The exchange fed by a producer (as a fused operator would be), through the small window.
     if (auto comm = qcoll::comm::resolve(small)) {
       const std::size_t rpr = 400, xrb = 1024, srb = 32;  // > one 0.5 MB slot even for 2 ranks
-      auto xb = [](std::size_t k, std::size_t row, std::size_t j) { return static_cast<uint8_t>(k * 37 + row * 3 + j); };
+      auto xb = [](std::size_t k, std::size_t row, std::size_t j) {
+        return static_cast<uint8_t>(k * 37 + row * 3 + j);
+      };
       const qcoll::comm::RowProducer produce = [&](int dest, std::size_t row0, std::size_t rows,
                                                    const qcoll::comm::PartRegion& part) {
         for (std::size_t r = 0; r < rows; ++r) {
@@ -227,7 +231,8 @@ void run_fake_hosts(int per_host, Tally& t) {
   uint64_t seed = 500;
   if (qcollMpiComm* c = create(name.c_str(), "mpi", "4", t)) {
     const std::string what = "mpi, hosts of " + std::to_string(per_host);
-    for (const Mode& m : all_modes()) check_call(Op::AllReduce, m, 2 * n, 1024, seed++, name.c_str(), what.c_str(), t, true);
+    for (const Mode& m : all_modes())
+      check_call(Op::AllReduce, m, 2 * n, 1024, seed++, name.c_str(), what.c_str(), t, true);
     check_call(Op::AllReduce, Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::Float},
                (n <= 4 ? 256 : 160) * n, 2048, seed++, name.c_str(), (what + ", pipelined").c_str(), t, n <= 4);
     const std::vector<Mode> modes = all_modes();
@@ -329,9 +334,12 @@ int main(int argc, char** argv) {
   bool several_hosts = false, small_devshm = false;
   std::vector<std::string> transports;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--several-hosts") several_hosts = true;
-    else if (std::string(argv[i]) == "--small-devshm") small_devshm = true;
-    else transports.push_back(argv[i]);
+    if (std::string(argv[i]) == "--several-hosts")
+      several_hosts = true;
+    else if (std::string(argv[i]) == "--small-devshm")
+      small_devshm = true;
+    else
+      transports.push_back(argv[i]);
   }
   if (transports.empty() && !small_devshm) {
     transports = {"shm", "mpi", "mpi-gather"};
@@ -357,8 +365,10 @@ int main(int argc, char** argv) {
       // "mpi-p2p", "mpi-alltoall": the mpi transport with that QCOLL_MPI_SCHEDULE ("mpi": unset, hosts).
       const bool mpi_variant = name.rfind("mpi-", 0) == 0;
       const std::string transport = mpi_variant ? "mpi" : name;
-      if (mpi_variant) setenv("QCOLL_MPI_SCHEDULE", name.c_str() + 4, 1);
-      else unsetenv("QCOLL_MPI_SCHEDULE");
+      if (mpi_variant)
+        setenv("QCOLL_MPI_SCHEDULE", name.c_str() + 4, 1);
+      else
+        unsetenv("QCOLL_MPI_SCHEDULE");
       run_transport(transport.c_str(), t);
     }
     MPI_Barrier(MPI_COMM_WORLD);

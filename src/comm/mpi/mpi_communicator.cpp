@@ -109,10 +109,15 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 Traits MpiCommunicator::traits() const {
-  return {.local_size = local_size_, .hosts = hosts_,
-          .same_once_per_host = hosts_routing_ || hosts_ == 1 || hosts_ == nranks_, .window_bytes = window_bytes_,
-          .own_part_in_place = false, .async_transfers = true, .max_steps_in_flight = kDepth,
-          .min_chunk_part_bytes = chunk_part_bytes_, .may_fail_mid_call = true};
+  return {.local_size = local_size_,
+          .hosts = hosts_,
+          .same_once_per_host = hosts_routing_ || hosts_ == 1 || hosts_ == nranks_,
+          .window_bytes = window_bytes_,
+          .own_part_in_place = false,
+          .async_transfers = true,
+          .max_steps_in_flight = kDepth,
+          .min_chunk_part_bytes = chunk_part_bytes_,
+          .may_fail_mid_call = true};
 }
 
 std::size_t MpiCommunicator::max_part_bytes(StepShape::Kind kind) const {
@@ -172,8 +177,8 @@ Status MpiCommunicator::check_notices() {
 }
 
 Status MpiCommunicator::wait(MPI_Request* reqs, int count, Clock::time_point deadline, const char* what) {
-  Status s = mpi::wait_all(reqs, count, deadline, std::string("MPI transport, ") + what,
-                           [this] { return check_notices(); });
+  Status s =
+      mpi::wait_all(reqs, count, deadline, std::string("MPI transport, ") + what, [this] { return check_notices(); });
   if (s.ok() || broken_) return s;  // broken_: by a notice, already recorded
   return fail(std::move(s), Clock::now() >= deadline ? Notice::Timeout : Notice::Error);
 }
@@ -244,7 +249,9 @@ Status MpiCommunicator::start_p2p(Step s) {
   MPI_Request* req = info.reqs.data();
   for (int j = 1; j < nranks_; ++j) {
     const int src = (rank_ - j + nranks_) % nranks_;
-    if (Status st = check(MPI_Irecv(recv_part(s, src), count, block512_, src, tag, comm_, req++), "MPI_Irecv"); !st.ok()) return st;
+    if (Status st = check(MPI_Irecv(recv_part(s, src), count, block512_, src, tag, comm_, req++), "MPI_Irecv");
+        !st.ok())
+      return st;
   }
   for (int j = 1; j < nranks_; ++j) {
     const int dst = (rank_ + j) % nranks_;
@@ -263,7 +270,9 @@ Status MpiCommunicator::start_hosts(Step s) {
   MPI_Request* req = info.reqs.data();
   for (int j = 1; j < nranks_; ++j) {
     const int src = (rank_ - j + nranks_) % nranks_;
-    if (Status st = check(MPI_Irecv(recv_part(s, src), count, block512_, recv_from_[src], hosts_tag(s, src), comm_, req), "MPI_Irecv");
+    if (Status st =
+            check(MPI_Irecv(recv_part(s, src), count, block512_, recv_from_[src], hosts_tag(s, src), comm_, req),
+                  "MPI_Irecv");
         !st.ok())
       return st;
     const auto f = std::find(forward_origins_.begin(), forward_origins_.end(), src);
@@ -300,8 +309,8 @@ Status MpiCommunicator::advance(Step s, bool& done) {
       const unsigned char* part = recv_part(s, origin);
       for (std::size_t p = 0; p < peers; ++p) {
         MPI_Request* r = &info.reqs[info.forward_first + i * peers + p];
-        if (Status st = check(MPI_Isend(part, count, block512_, local_peers_[p], hosts_tag(s, origin), comm_, r),
-                              "MPI_Isend");
+        if (Status st =
+                check(MPI_Isend(part, count, block512_, local_peers_[p], hosts_tag(s, origin), comm_, r), "MPI_Isend");
             !st.ok())
           return st;
       }

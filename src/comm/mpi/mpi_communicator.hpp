@@ -72,7 +72,7 @@ class MpiCommunicator final : public Communicator {
   std::string broken_reason() const override { return broken_reason_; }
 
  private:
-  static constexpr int kDepth = 4;  // steps in flight (slots per direction)
+  static constexpr int kDepth = 4;         // steps in flight (slots per direction)
   static constexpr int kHostsTag = 30000;  // + slot * size() + origin rank (hosts schedule)
   struct StepInfo {
     StepShape shape;
@@ -96,9 +96,7 @@ class MpiCommunicator final : public Communicator {
     return steps_[slot_of(s)].shape.received_in<PartRegion>(recv_slot(s), src).seg[0];
   }
   // One part of step s in 512-byte blocks (parts are whole blocks): the count of its messages.
-  int part_blocks(Step s) const {
-    return static_cast<int>(steps_[slot_of(s)].shape.part_bytes() / kSegmentAlign);
-  }
+  int part_blocks(Step s) const { return static_cast<int>(steps_[slot_of(s)].shape.part_bytes() / kSegmentAlign); }
   Status start_p2p(Step s);
   Status start_hosts(Step s);
   void plan_hosts_routes(const std::vector<int>& host_of);
@@ -106,9 +104,7 @@ class MpiCommunicator final : public Communicator {
   // Tests the step's transfers once (posting the forwards whose part arrived); done when
   // every transfer of the step completed.
   Status advance(Step s, bool& done);
-  int hosts_tag(Step s, int origin) const {
-    return kHostsTag + static_cast<int>(slot_of(s)) * nranks_ + origin;
-  }
+  int hosts_tag(Step s, int origin) const { return kHostsTag + static_cast<int>(slot_of(s)) * nranks_ + origin; }
   // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
   // error) sends every peer the notice of that kind; one told by a notice sends none.
   enum class Notice { None, Timeout, Error };

@@ -10,8 +10,9 @@ Status check(int rc, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
-  return Status::Error(StatusCode::RuntimeError,
-                       std::string(call) + " failed: " + (len > 0 ? std::string(text, len) : "error " + std::to_string(rc)));
+  return Status::Error(
+      StatusCode::RuntimeError,
+      std::string(call) + " failed: " + (len > 0 ? std::string(text, len) : "error " + std::to_string(rc)));
 }
 
 Status test(MPI_Request& req, bool& done) {

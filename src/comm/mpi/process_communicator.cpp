@@ -1,9 +1,9 @@
 #include "comm/mpi/process_communicator.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -109,13 +109,16 @@ Status check_user_comm(MPI_Comm user) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized) {
-    return Status::Error(StatusCode::ParamInvalid, "comm: MPI is not initialised (call MPI_Init before creating "
-                                                   "an MPI communicator)");
+    return Status::Error(StatusCode::ParamInvalid,
+                         "comm: MPI is not initialised (call MPI_Init before creating "
+                         "an MPI communicator)");
   }
-  if (user == MPI_COMM_NULL) return Status::Error(StatusCode::ParamInvalid, "comm: got MPI_COMM_NULL, expected a communicator");
+  if (user == MPI_COMM_NULL)
+    return Status::Error(StatusCode::ParamInvalid, "comm: got MPI_COMM_NULL, expected a communicator");
   int inter = 0;
   if (Status s = check(MPI_Comm_test_inter(user, &inter), "MPI_Comm_test_inter"); !s.ok()) return s;
-  if (inter) return Status::Error(StatusCode::ParamInvalid, "comm: got an inter-communicator, expected an intra-communicator");
+  if (inter)
+    return Status::Error(StatusCode::ParamInvalid, "comm: got an inter-communicator, expected an intra-communicator");
   return Status::Ok();
 }
 
@@ -136,7 +139,8 @@ Status check_locally(const char* name, std::size_t& window, int& transport) {
 // the ranks there. Frees dup when the split fails.
 Status find_own_host(MPI_Comm& dup, int rank, int size, int& leader, int& host_size) {
   MPI_Comm host = MPI_COMM_NULL;
-  if (Status s = check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
+  if (Status s =
+          check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
       !s.ok()) {
     MPI_Comm_free(&dup);
     return s;
@@ -167,7 +171,8 @@ Status find_hosts(MPI_Comm& dup, int rank, int size, Clock::time_point deadline,
   auto gathered = std::make_unique<int[]>(static_cast<std::size_t>(size) + 1);
   gathered[size] = leader;
   MPI_Request req = MPI_REQUEST_NULL;
-  Status s = check(MPI_Iallgather(&gathered[size], 1, MPI_INT, gathered.get(), 1, MPI_INT, dup, &req), "MPI_Iallgather");
+  Status s =
+      check(MPI_Iallgather(&gathered[size], 1, MPI_INT, gathered.get(), 1, MPI_INT, dup, &req), "MPI_Iallgather");
   if (s.ok()) s = wait(req, deadline, "creating communicator: finding the ranks' hosts");
   if (!s.ok()) {
     (void)gathered.release();
@@ -191,8 +196,8 @@ Status agree_settings(MPI_Comm dup, int rank, int size, const Status& local, std
                       int host_size, Clock::time_point deadline, Agreed& all) {
   const long long mb = static_cast<long long>(window / kMiB);
   const long long chunk_kib = static_cast<long long>(settings::mpi_chunk_kib());
-  long long mine[7] = {local.ok() ? 0 : size - rank, mb, -mb, transport, -transport, host_size == size ? 0 : 1,
-                       chunk_kib};
+  long long mine[7] = {local.ok() ? 0 : size - rank, mb,       -mb, transport, -transport,
+                       host_size == size ? 0 : 1,    chunk_kib};
   MPI_Request req = MPI_REQUEST_NULL;
   Status s = check(MPI_Iallreduce(mine, all.v, 7, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
   if (s.ok()) s = wait(req, deadline, "creating communicator: agreeing on the settings");
@@ -237,7 +242,7 @@ struct Creation {
 Status open_transport(Creation& k, Clock::time_point deadline, std::shared_ptr<Communicator>& out) {
   auto open_mpi = [&] {
     out = std::make_shared<MpiCommunicator>(k.name, k.dup, k.window, k.host_of, settings::mpi_schedule(),
-                                             k.all.chunk_part_bytes());
+                                            k.all.chunk_part_bytes());
     return Status::Ok();
   };
   if (k.transport == kMpi || (k.transport == kAuto && !k.all.one_host())) return open_mpi();
@@ -248,7 +253,8 @@ Status open_transport(Creation& k, Clock::time_point deadline, std::shared_ptr<C
     // /dev/shm cannot hold the windows (containers often give it 64 MB): the MPI transport
     // needs only private memory. Every rank saw the same announcement, so all fall back.
     if (k.rank == 0) {
-      std::fprintf(stderr, "qcoll: communicator \"%s\": /dev/shm has no room for %zu x %zu MB windows; using the "
+      std::fprintf(stderr,
+                   "qcoll: communicator \"%s\": /dev/shm has no room for %zu x %zu MB windows; using the "
                    "MPI transport (lower HCCL_BUFFSIZE or enlarge /dev/shm for shared memory)\n",
                    k.name, static_cast<std::size_t>(k.size), k.window / kMiB);
     }

@@ -29,9 +29,9 @@ typedef struct aclOpExecutor aclOpExecutor;
 /* As the vendor's: view shape, dtype, strides and offset (elements), format, storage shape,
  * data (not owned). Any dtype and format value is accepted here; the operators decide.
  * NULL on bad arguments (more than 8 dimensions, a negative one, offset < 0). */
-aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
-                           const int64_t *stride, int64_t offset, aclFormat format,
-                           const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData);
+aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride,
+                           int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
+                           void *tensorData);
 aclnnStatus aclDestroyTensor(const aclTensor *tensor);
 
 #ifdef __cplusplus

@@ -10,14 +10,12 @@ extern "C" {
 #endif
 
 /* Checks the arguments in the vendor's order and builds an executor (docs/ascend.md). */
-aclnnStatus aclnnQuantAllReduceGetWorkspaceSize(const aclTensor *x, const aclTensor *scales,
-                                                 const char *group, const char *reduceOp,
-                                                 aclTensor *output, uint64_t *workspaceSize,
-                                                 aclOpExecutor **executor);
+aclnnStatus aclnnQuantAllReduceGetWorkspaceSize(const aclTensor *x, const aclTensor *scales, const char *group,
+                                                const char *reduceOp, aclTensor *output, uint64_t *workspaceSize,
+                                                aclOpExecutor **executor);
 /* Runs the executor; on a stream from aclrtCreateStream it is enqueued (aclrtSynchronizeStream
  * reports its outcome). */
-aclnnStatus aclnnQuantAllReduce(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                                 aclrtStream stream);
+aclnnStatus aclnnQuantAllReduce(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 
 #ifdef __cplusplus
 }

@@ -10,14 +10,13 @@ extern "C" {
 #endif
 
 /* Checks the arguments in the vendor's order and builds an executor (docs/ascend.md). */
-aclnnStatus aclnnQuantReduceScatterGetWorkspaceSize(const aclTensor *x, const aclTensor *scales,
-                                                 const char *group, const char *reduceOp,
-                                                 aclTensor *output, uint64_t *workspaceSize,
-                                                 aclOpExecutor **executor);
+aclnnStatus aclnnQuantReduceScatterGetWorkspaceSize(const aclTensor *x, const aclTensor *scales, const char *group,
+                                                    const char *reduceOp, aclTensor *output, uint64_t *workspaceSize,
+                                                    aclOpExecutor **executor);
 /* Runs the executor; on a stream from aclrtCreateStream it is enqueued (aclrtSynchronizeStream
  * reports its outcome). */
 aclnnStatus aclnnQuantReduceScatter(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                                 aclrtStream stream);
+                                    aclrtStream stream);
 
 #ifdef __cplusplus
 }

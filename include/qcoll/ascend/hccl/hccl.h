@@ -21,8 +21,7 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms);
 /* A fresh root info; this process serves its rendezvous until every rank has joined. */
 HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
 /* Called once by each rank 0..nRanks-1 (processes, or threads, of one host). */
-HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
-                                HcclComm *comm);
+HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm);
 /* commName: at least HCCL_COMM_NAME_MAX_LENGTH (128) bytes. */
 HcclResult HcclGetCommName(HcclComm comm, char *commName);
 HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize);
