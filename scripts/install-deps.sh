@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what qcoll needs on Debian 12 (as root), skipping what is already there.
 set -euo pipefail
-APT_PACKAGES=(build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libcli11-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin libgloo-dev gnuplot-nox iproute2 python3 python3-pip python3-dev)
 missing=()

@@ -2,8 +2,8 @@
 # Runs every test suite: the C++ suites (ctest) against the build in $1 (default build/),
 # the exhaustive format tests, then the Python package's tests (pytest) after installing it
 # with pip (incremental build in build/python-*; QCOLL_SKIP_PYTHON=1 skips this part), then
-# the sanitizer builds and short fuzz runs (QCOLL_SANITIZERS=0 skips them), and the
-# function-size check (scripts/lizard.sh).
+# the sanitizer builds and short fuzz runs (QCOLL_SANITIZERS=0 skips them). Before the tests:
+# the function-size check (scripts/lizard.sh) and the layout check (scripts/format.sh --check).
 #
 #   scripts/test.sh [BUILD_DIR]           everything (./run.sh test)
 #   scripts/test.sh --quick [BUILD_DIR]   the developer loop: the ctest label `unit` without
@@ -60,12 +60,18 @@ requirements() {
 
 # ---- the quick loop ----------------------------------------------------------------------------
 if [ "$QUICK" = 1 ]; then
+  step "lizard" scripts/lizard.sh
+  step "clang-format" scripts/format.sh --check
   step "ctest -L unit -LE 'slow|mpi'" ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 300 \
     -L unit -LE '^(slow|mpi)$'
   exit 0
 fi
 
 step "requirements" requirements
+# ---- source rules: function size and complexity (src/, tools/: lizard -C 20 -L 80) and the
+# layout of every C/C++ file (.clang-format); cheap, so first ---------------------------------
+step "lizard" scripts/lizard.sh
+step "clang-format" scripts/format.sh --check
 
 # ---- C++ -------------------------------------------------------------------------------------
 mkdir -p "$BUILD_DIR/test-reports"
@@ -114,6 +120,3 @@ step "skips" "$PYTHON" scripts/check_skips.py tests/allowed_skips.txt "${reports
 
 # ---- sanitizers and fuzzing --------------------------------------------------------------------
 step "sanitizers" scripts/test-sanitizers.sh
-
-# ---- function size and complexity (src/, tools/: lizard -C 20 -L 80) ------------------------------
-step "lizard" scripts/lizard.sh
