@@ -31,6 +31,8 @@ for var in $(compgen -e); do
       TORCHELASTIC_* | OMPI_COMM_WORLD_* | PMI_RANK | PMI_SIZE | MPI_LOCALRANKID) unset "$var" ;;
   esac
 done
+# The C++ tests that compare with ml_dtypes (tests/ml_dtypes_child.hpp) run it in this Python.
+export QCOLL_TEST_PYTHON="$PYTHON"
 
 STAGE_PREFIX=test.sh
 . scripts/stages.sh  # step NAME COMMAND...: a timed stage
