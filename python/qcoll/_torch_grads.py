@@ -58,12 +58,13 @@ def _core_name(v) -> str:
     return DType(v).spec_name
 
 
-def _check_group_size(group, who: str) -> None:
+def _check_group_size(group, who: str, op: str) -> None:
+    """Refuses a group size the operator `op` ("all-reduce", "reduce-scatter") does not take."""
     if dist.is_available() and dist.is_initialized():
         g = _qt._resolve_group(group)
         n = dist.get_world_size(g)
         if not _core.is_rank_count(n):
-            raise invalid(f"group: the quantized operators take a group of {_core.rank_count_list()} ranks, got {n} "
+            raise invalid(f"group: the quantized {op} takes a group of {_core.rank_count_list()} ranks, got {n} "
                           f"({who} refuses it at once instead of failing in backward())")
 
 
@@ -217,7 +218,7 @@ class FSDPReduceScatter(_fsdp2_base):
         self.mode = mode
         self.group = group
         self.error_feedback = error_feedback
-        _check_group_size(group, "FSDPReduceScatter")
+        _check_group_size(group, "FSDPReduceScatter", "reduce-scatter")
 
     def allocate(self, size, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         if torch.device(device).type != "cpu":
@@ -295,7 +296,7 @@ class FSDPHookState:
 
     def __init__(self, group=None, mode: str = "kg-int8", error_feedback: bool = False):
         self._reducer = _Reducer(mode, error_feedback)
-        _check_group_size(group, "FSDPHookState")
+        _check_group_size(group, "FSDPHookState", "reduce-scatter")
         self.group = group
         self.mode = mode
         self.error_feedback = error_feedback
@@ -342,7 +343,7 @@ class QuantHookState:
         # its size, by the operators' own rules.
         self._reducer = _Reducer(mode, error_feedback)
         _qt._out_dtype(output_dtype, torch.bfloat16)
-        _check_group_size(group, "QuantHookState")
+        _check_group_size(group, "QuantHookState", "all-reduce")
         self.group = group
         self.mode = mode
         self.output_dtype = output_dtype
