@@ -425,6 +425,10 @@ int mpi_rank_main(int argc, char** argv) {
   for (int v = 0; v < kRanks; ++v) MPI_Comm_split(MPI_COMM_WORLD, r == v ? MPI_UNDEFINED : 0, r, &without[v]);
   const Plan p = make_plan(kRanks, kSeed, r);
   const Plan hp3 = make_plan(kHealthRanks, kHealthSeed);
+  // The ranks meet before the creation, whose deadline is QCOLL_TIMEOUT_S (3 s here): under
+  // ASan on a loaded machine one rank's plan can take seconds longer than another's, and the
+  // chaos is about calls, not about ranks that start apart.
+  MPI_Barrier(MPI_COMM_WORLD);
   qcollMpiComm* comm = nullptr;
   if (qcollMpiCommCreateWorld("chaos", &comm) != QCOLL_SUCCESS) {
     std::fprintf(stderr, "rank %d: create: %s\n", r, qcollGetRecentErrMsg());
