@@ -1,7 +1,8 @@
 // AVX2 decoders of the dequant_reduce kernels (target AVX2 only): one Decoder256<X> per x
 // dtype, 32 codes per step into four __m256. Included by dequant_reduce_simd.cpp the Highway
 // way, after decode-inl.h (constants, Tables); the loop and the store that use these
-// decoders are in reduce_avx2-inl.h. A new format adds its Decoder256 here.
+// decoders are in reduce_avx2-inl.h. A new format adds its Decoder256 here (the packed 4-bit
+// dtypes: p is where the step's 16 bytes start, XAt).
 
 #if defined(QCOLL_KERNELS_DECODE_AVX2_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef QCOLL_KERNELS_DECODE_AVX2_INL_H_
@@ -162,6 +163,38 @@ struct Decoder256<DType::HiFloat8> {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     DecodeHiF8x32(w, fx, lt, d);
   }
+};
+
+// The packed 4-bit dtypes: 16 bytes = 32 codes. Byte j holds elements 2j (bits 0-3) and
+// 2j+1 (bits 4-7), so the zero-extended bytes index the even elements and the same shifted
+// right by 4 the odd ones (EvenOdd). The 16-entry fp32 table is two __m256: VPERMPS reads
+// index bits 0-2, and bit 3 (moved to the sign bit) selects the half.
+template <DType X>
+struct Fp4Decoder256 {
+  static constexpr bool kEvenOdd = true;
+  __m256 t0, t1;
+  explicit Fp4Decoder256(const Tables& t) : t0(_mm256_loadu_ps(t.x)), t1(_mm256_loadu_ps(t.x + 8)) {}
+  // The table value of the code in bits 0-3 of each dword of idx; sign_bit3 has the code's
+  // bit 3 in each dword's sign bit.
+  HWY_INLINE __m256 Look(__m256i idx, __m256i sign_bit3) const {
+    const __m256 lo = _mm256_permutevar8x32_ps(t0, idx), hi = _mm256_permutevar8x32_ps(t1, idx);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(sign_bit3));
+  }
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, __m256* d) const {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
+      d[2 * h] = Look(b, _mm256_slli_epi32(b, 28));                            // bits 0-3: even
+      d[2 * h + 1] = Look(_mm256_srli_epi32(b, 4), _mm256_slli_epi32(b, 24));  // bits 4-7: odd
+    }
+  }
+};
+template <>
+struct Decoder256<DType::Float4E2M1> : Fp4Decoder256<DType::Float4E2M1> {
+  using Fp4Decoder256::Fp4Decoder256;
+};
+template <>
+struct Decoder256<DType::Float4E1M2> : Fp4Decoder256<DType::Float4E1M2> {
+  using Fp4Decoder256::Fp4Decoder256;
 };
 
 #endif  // AVX2

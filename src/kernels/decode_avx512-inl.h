@@ -2,7 +2,8 @@
 // other target): one Decoder512<X> per x dtype, 64 codes per step into four __m512 in a lane
 // order of the decoder's choosing (Order, below). Included by dequant_reduce_simd.cpp the
 // Highway way, after decode-inl.h (constants, Tables); the loop and the store that use these
-// decoders are in reduce_avx512-inl.h. A new format adds its Decoder512 here.
+// decoders are in reduce_avx512-inl.h. A new format adds its Decoder512 here (the packed
+// 4-bit dtypes: p is where the step's 32 bytes start, XAt).
 
 #if defined(QCOLL_KERNELS_DECODE_AVX512_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef QCOLL_KERNELS_DECODE_AVX512_INL_H_
@@ -204,6 +205,32 @@ struct Decoder512<DType::HiFloat8, HWY_AVX3> {
   }
 };
 #endif
+
+// The packed 4-bit dtypes: 32 bytes = 64 codes. Byte j holds elements 2j (bits 0-3) and
+// 2j+1 (bits 4-7): the zero-extended bytes index the even elements, the same shifted right
+// by 4 the odd ones (EvenOdd); VPERMPS reads index bits 0-3 only, so the 16-entry exact
+// fp32 table (sign included) is one register and no mask is needed.
+template <DType X>
+struct Fp4Decoder512 {
+  static constexpr Order kOrder = Order::kEvenOdd;
+  __m512 table;
+  explicit Fp4Decoder512(const Tables& t) : table(_mm512_loadu_ps(t.x)) {}
+  HWY_INLINE void Decode(const uint8_t* HWY_RESTRICT p, float&, float&, __m512* v) const {
+    for (int h = 0; h < 2; ++h) {
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+      v[2 * h] = _mm512_permutexvar_ps(b, table);
+      v[2 * h + 1] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), table);
+    }
+  }
+};
+template <int kTarget>
+struct Decoder512<DType::Float4E2M1, kTarget> : Fp4Decoder512<DType::Float4E2M1> {
+  using Fp4Decoder512::Fp4Decoder512;
+};
+template <int kTarget>
+struct Decoder512<DType::Float4E1M2, kTarget> : Fp4Decoder512<DType::Float4E1M2> {
+  using Fp4Decoder512::Fp4Decoder512;
+};
 
 #endif  // AVX3 / AVX3_DL
 

@@ -4,7 +4,8 @@
 // it includes, per target:
 //
 //   decode-inl.h          portable per-format decodes (Highway ops, every target; the
-//                         packed 4-bit decode DecodeFp4, used on every target)
+//                         packed 4-bit DecodeFp4 on SSE4, SSSE3, EMU128, ... and in the
+//                         AVX-512 MX tail)
 //   decode_avx512-inl.h   AVX-512 decoders, one per x dtype (AVX3_DL, AVX3)
 //   decode_avx2-inl.h     AVX2 decoders, one per x dtype
 //   reduce-inl.h          portable store and group loop (SSE4, SSSE3, EMU128, ...; the
@@ -12,8 +13,7 @@
 //   reduce_avx512-inl.h   AVX-512 step loop and store
 //   reduce_avx2-inl.h     AVX2 step loop and store
 //
-// This file picks the loop for the target (ReduceSteps; ReduceStepsFp4, the portable loop,
-// for the 4-bit x dtypes on every target) and instantiates it per x dtype and
+// This file picks the loop for the target (ReduceSteps) and instantiates it per x dtype and
 // output dtype; the entry points (dequant_reduce.hpp) check the arguments once and dispatch.
 // docs/kernels.md has the design and the measurements.
 
@@ -86,37 +86,15 @@ void ReduceSteps(const ReduceArgs& a, const Tables& t, float* scale) {
 #endif
 }
 
-// The packed 4-bit x dtypes, on every target: the portable group loop with DecodeFp4 (4
-// vectors per step where 4 fit in a group, else 1).
-template <DType X, DType OUT>
-void ReduceStepsFp4(const ReduceArgs& a, const Tables& t, float* scale) {
-  const DF df;
-  const std::size_t g = group_size(a.scales_dtype);
-  if (4 * hn::Lanes(df) <= g) {
-    ReduceSources<X, OUT, 4>(a, t, scale, 0, a.count / g);
-  } else {
-    ReduceSources<X, OUT, 1>(a, t, scale, 0, a.count / g);
-  }
-}
-
-template <DType X, DType OUT>
-void ReduceLoop(const ReduceArgs& a, const Tables& t, float* scale) {
-  if constexpr (kFp4<X>) {
-    ReduceStepsFp4<X, OUT>(a, t, scale);
-  } else {
-    ReduceSteps<X, OUT>(a, t, scale);
-  }
-}
-
 template <DType X>
 void ReduceOut(const ReduceArgs& a, const Tables& t, float* scale) {
   switch (a.out_dtype) {
     case DType::Float:
-      return ReduceLoop<X, DType::Float>(a, t, scale);
+      return ReduceSteps<X, DType::Float>(a, t, scale);
     case DType::Float16:
-      return ReduceLoop<X, DType::Float16>(a, t, scale);
+      return ReduceSteps<X, DType::Float16>(a, t, scale);
     default:
-      return ReduceLoop<X, DType::BFloat16>(a, t, scale);
+      return ReduceSteps<X, DType::BFloat16>(a, t, scale);
   }
 }
 

@@ -98,7 +98,7 @@ HWY_NOINLINE void Reduce256(const ReduceArgs& a, const Tables& t) {
         std::memcpy(&s, sc[k] + 4 * (i / 128), 4);
       }
       __m256 d[4];
-      dec.Decode(x[k] + i, s, d);
+      dec.Decode(XAt<X>(x[k], i), s, d);
       const __m256 sv = _mm256_set1_ps(s);
       for (int r = 0; r < 4; ++r) acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d[r], sv));
     }

@@ -159,7 +159,7 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
         s1 = s0;
       }
       __m512 d[4];
-      dec.Decode(x[k] + i, s0, s1, d);
+      dec.Decode(XAt<X>(x[k], i), s0, s1, d);
       __m512 sv[4];
       StepScales<O, kMX>(s0, s1, sv);
       for (int r = 0; r < 4; ++r) {
