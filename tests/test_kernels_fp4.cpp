@@ -131,9 +131,10 @@ TEST(Fp4Kernel, ArgumentsAccepted) {
 
 // ---- Every code, every lane, both nibbles ------------------------------------------
 
-// Source k, element i holds code (i + shift + 5k) % 16: over the 16 shifts every code
-// visits every element (so every lane of every vector width, and both nibble positions).
-// Scale 1 (fp32 and E8M0 0x7F): the output is the exact sum of the decoded values.
+// Source k, byte j holds (j + shift + 37k) & 0xFF: over the 32 shifts every byte value,
+// i.e. every (even code, odd code) pair, visits every byte position modulo 32 (so every
+// code sits in every lane of every vector width, in both nibble positions, beside every
+// code). Scale 1 (fp32 and E8M0 0x7F): the output is the exact sum of the decoded values.
 TEST(Fp4Kernel, EveryCodeInEveryLaneOnEveryTarget) {
   std::vector<std::string> paths = qcoll::kernels::dequant_reduce_simd_targets();
   ASSERT_FALSE(paths.empty());
@@ -143,17 +144,14 @@ TEST(Fp4Kernel, EveryCodeInEveryLaneOnEveryTarget) {
   for (DType xt : {DType::Float4E2M1, DType::Float4E1M2}) {
     for (DType st : {DType::Float, DType::Float8E8M0}) {
       for (int n : {1, 2, 3}) {
-        constexpr std::size_t kCount = 256;
+        constexpr std::size_t kCount = 512;
         const std::size_t g = oracle::group_size(st);
-        for (unsigned shift = 0; shift < 16; ++shift) {
+        for (unsigned shift = 0; shift < 32; ++shift) {
           std::vector<std::vector<uint8_t>> xb(n, std::vector<uint8_t>(kCount / 2));
           std::vector<std::vector<uint8_t>> sb(n);
           std::vector<const uint8_t*> xp, sp;
           for (int k = 0; k < n; ++k) {
-            for (std::size_t i = 0; i < kCount; ++i) {
-              const auto c = static_cast<uint8_t>((i + shift + 5 * k) % 16);
-              xb[k][i / 2] |= static_cast<uint8_t>(i % 2 == 0 ? c : c << 4);
-            }
+            for (std::size_t j = 0; j < kCount / 2; ++j) xb[k][j] = static_cast<uint8_t>(j + shift + 37 * k);
             if (st == DType::Float) {
               const float one = 1.0f;
               sb[k].resize(4 * kCount / g);
@@ -169,7 +167,9 @@ TEST(Fp4Kernel, EveryCodeInEveryLaneOnEveryTarget) {
           // The decode written out: one source, 0 + value (so -0 is +0).
           if (n == 1) {
             for (std::size_t i = 0; i < kCount; ++i) {
-              const float v = fp4_oracle::value(format_of(xt), (i + shift) % 16) + 0.0f;
+              const uint8_t byte = static_cast<uint8_t>(i / 2 + shift);
+              const unsigned code = i % 2 == 0 ? (byte & 0xFu) : (byte >> 4);
+              const float v = fp4_oracle::value(format_of(xt), code) + 0.0f;
               uint32_t w;
               std::memcpy(&w, &want[4 * i], 4);
               ASSERT_EQ(w, oracle::f32_bits(v)) << "oracle, element " << i;
