@@ -1,7 +1,10 @@
 // Helpers shared by the dequant_reduce kernel tests (test_kernels.cpp, test_kernels_fp4.cpp):
-// the fp32 scale generator with its special values, the unaligned random inputs (Inputs), the (x, scales, out)
-// combination and its label, and the first differing output element of two runs.
+// the fp32 scale generator with its special values, the unaligned random inputs (Inputs),
+// a run into a guarded unaligned output (run), the (x, scales, out) combination and its
+// label, and the first differing output element of two runs.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -44,6 +47,16 @@ inline std::string first_diff(const std::vector<uint8_t>& got, const std::vector
     }
   }
   return "identical";
+}
+
+// fn(a) into a fresh output at an odd address with a guard byte on each side; the output.
+inline std::vector<uint8_t> run(void (*fn)(const qcoll::kernels::ReduceArgs&), qcoll::kernels::ReduceArgs a) {
+  std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype) + 2, 0xA5);
+  a.out = out.data() + 1;  // unaligned output too
+  fn(a);
+  EXPECT_EQ(out.front(), 0xA5) << "wrote before the output";
+  EXPECT_EQ(out.back(), 0xA5) << "wrote past the output";
+  return {out.begin() + 1, out.end() - 1};
 }
 
 struct Combo {

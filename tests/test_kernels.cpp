@@ -34,6 +34,7 @@ using kernel_check::Combo;
 using kernel_check::first_diff;
 using kernel_check::Inputs;
 using kernel_check::label;
+using kernel_check::run;
 
 // ---- Independent reference: tests/oracle.hpp -------------------------------------------
 
@@ -49,14 +50,6 @@ std::vector<uint8_t> reference(const ReduceArgs& a) {
 }
 
 // ---- Inputs -----------------------------------------------------------------------
-
-std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
-  std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype) + 1, 0xA5);
-  a.out = out.data() + 1;  // unaligned output too
-  fn(a);
-  EXPECT_EQ(out[0], 0xA5) << "wrote before the output";
-  return {out.begin() + 1, out.end()};
-}
 
 std::vector<Combo> all_combos() {
   std::vector<Combo> c;

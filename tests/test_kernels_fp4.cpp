@@ -32,6 +32,7 @@ using kernel_check::Combo;
 using kernel_check::first_diff;
 using kernel_check::Inputs;
 using kernel_check::label;
+using kernel_check::run;
 
 const fp4_oracle::Fp4& format_of(DType x) { return x == DType::Float4E2M1 ? fp4_oracle::kE2M1 : fp4_oracle::kE1M2; }
 
@@ -56,15 +57,6 @@ std::vector<uint8_t> reference(const ReduceArgs& a) {
     oracle::store(a.out_dtype, acc, out.data() + i * osz);
   }
   return out;
-}
-
-std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
-  std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype) + 2, 0xA5);
-  a.out = out.data() + 1;  // unaligned output too
-  fn(a);
-  EXPECT_EQ(out.front(), 0xA5) << "wrote before the output";
-  EXPECT_EQ(out.back(), 0xA5) << "wrote past the output";
-  return {out.begin() + 1, out.end() - 1};
 }
 
 std::vector<uint8_t> run_on(const std::string& target, ReduceArgs a) {
