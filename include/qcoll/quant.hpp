@@ -29,7 +29,8 @@ float default_hif8_target();
 //                pass the share (e.g. cores / ranks).
 //   contract:    the contract the call keeps (contract.md §ext); nullopt: the calling one,
 //                settings::contract() (QCOLL_CONTRACT or the program's choice), read only
-//                for a 4-bit x dtype, the only ones it decides. A caller that has checked
+//                for a call the vendor contract refuses (extended adds the 4-bit x dtypes
+//                and nothing else here). A caller that has checked
 //                its call under some contract (the fused operators) passes that one.
 // The quantizers run the best SIMD target of this CPU (quantize_target() in the
 // benchmarks; QCOLL_KERNEL=scalar picks the reference path), bit-identical to the
@@ -87,8 +88,8 @@ std::size_t scale_group_size(DType scales_dtype);
 // a message naming the parameter, the value seen and the rule), or Ok. `x`, `q`, `scales`
 // are only checked for null. hif8_target is only checked for the KG HiFloat8 combination;
 // threads must be 0 (auto) or in [1, kMaxQuantThreads]. The x dtypes are those of
-// `contract` (nullopt: settings::contract(), read only for a 4-bit x dtype; a bad
-// QCOLL_CONTRACT is then its PARAM_INVALID): under vendor a 4-bit one is refused with the
+// `contract` (nullopt: settings::contract(), read only for a call the vendor rules refuse;
+// a bad QCOLL_CONTRACT is its PARAM_INVALID for a 4-bit x dtype only): under vendor a 4-bit one is refused with the
 // vendor's message and "; float4_e2m1 needs QCOLL_CONTRACT=extended"
 // (contract::check_quant_call with a Contract, the one place of that rule).
 Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,

@@ -17,18 +17,20 @@ Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType
   if (q == nullptr) return Status::Error(StatusCode::ParamNullptr, "q: must not be null");
   if (scales == nullptr) return Status::Error(StatusCode::ParamNullptr, "scales: must not be null");
   (void)rows;  // any row count is fine (0 writes nothing)
-  // The contract decides the 4-bit x dtypes only: the others never read it (so a bad
-  // QCOLL_CONTRACT changes nothing for them).
-  settings::Contract c = settings::Contract::Vendor;
-  if (is_4bit_format(x_dtype)) {
-    if (contract.has_value()) {
-      c = *contract;
-    } else if (Status st = settings::contract(c); !st.ok()) {
-      return st;
+  // What the vendor contract takes every contract takes (extended only adds x dtypes), so
+  // the contract is read only for a call that vendor refuses: to take a 4-bit x dtype, and
+  // to word the refusal with the call's dtypes (a bad QCOLL_CONTRACT matters only for a
+  // 4-bit x dtype, the only ones it decides).
+  Status st = contract::check_quant_call(x_dtype, scales_dtype, H, hif8_target, settings::Contract::Vendor);
+  if (!st.ok()) {
+    settings::Contract c = contract.value_or(settings::Contract::Vendor);
+    if (!contract.has_value()) {
+      const Status read = settings::contract(c);
+      if (!read.ok() && is_4bit_format(x_dtype)) return read;
     }
+    if (c != settings::Contract::Vendor) st = contract::check_quant_call(x_dtype, scales_dtype, H, hif8_target, c);
+    if (!st.ok()) return st;
   }
-  Status st = contract::check_quant_call(x_dtype, scales_dtype, H, hif8_target, c);
-  if (!st.ok()) return st;
   if (threads < 0 || threads > kMaxQuantThreads)
     return Status::Error(StatusCode::ParamInvalid, "threads: must be 0 (auto) or in [1, " +
                                                        std::to_string(kMaxQuantThreads) + "], got " +
