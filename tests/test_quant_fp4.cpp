@@ -457,7 +457,7 @@ TEST(QuantFp4, E8M0Clamps) {
   EXPECT_EQ(e1m2.q[16], 0x80);  // 2^-140 * 2^127 = 2^-13 -> 0; -2^-149 * 2^127 -> -0
   const Output e2m1 = run_public(x, 128, DType::Float4E2M1, DType::Float8E8M0, 1);
   EXPECT_EQ(e2m1.scales, (std::vector<uint8_t>{0xFC, 0x00, 0x00, 0x00}));  // 127 - 2
-  EXPECT_EQ(e2m1.q[0], 0xE7);  // 6, -4
+  EXPECT_EQ(e2m1.q[0], 0xE7);                                              // 6, -4
   for (DType in : kInputs)
     for (DType t : kFp4) expect_all_paths(make_input(in, v), 128, t, DType::Float8E8M0);
 }
@@ -547,8 +547,8 @@ TEST(QuantFp4, ContractGate) {
     EXPECT_FALSE(qq::quantize_mx(x.data(), 1, 128, t, q.data(), mx.data()));
     Status st = qq::check_quantize_args(x.data(), 1, 128, t, DType::Float, q.data(), kg.data());
     EXPECT_EQ(st.code, qcoll::StatusCode::ParamInvalid);
-    EXPECT_EQ(st.message, "x_dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got " +
-                              name + "; " + name + " needs QCOLL_CONTRACT=extended");
+    EXPECT_EQ(st.message, "x_dtype: KG (float scales) takes int8, hifloat8, float8_e4m3fn or float8_e5m2, got " + name +
+                              "; " + name + " needs QCOLL_CONTRACT=extended");
     st = qq::check_quantize_args(x.data(), 1, 128, t, DType::Float8E8M0, q.data(), mx.data());
     EXPECT_EQ(st.message, "x_dtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got " + name + "; " +
                               name + " needs QCOLL_CONTRACT=extended");
@@ -574,8 +574,9 @@ TEST(QuantFp4, ContractGate) {
       EXPECT_EQ(qq::check_quantize_args(x.data(), 1, 128, t, DType::Float16, q.data(), kg.data()).message,
                 "scales_dtype: must be float (KG) or float8_e8m0 (MX), got float16");
     }
-    EXPECT_EQ(qq::check_quantize_args(x.data(), 1, 128, DType::Int8, DType::Float8E8M0, q.data(), mx.data()).message,
-              "x_dtype: MX (float8_e8m0 scales) takes float8_e4m3fn, float8_e5m2, float4_e2m1 or float4_e1m2, got int8");
+    EXPECT_EQ(
+        qq::check_quantize_args(x.data(), 1, 128, DType::Int8, DType::Float8E8M0, q.data(), mx.data()).message,
+        "x_dtype: MX (float8_e8m0 scales) takes float8_e4m3fn, float8_e5m2, float4_e2m1 or float4_e1m2, got int8");
   }
   // A bad QCOLL_CONTRACT is an error for the 4-bit x dtypes only (the only ones it decides).
   ::setenv("QCOLL_CONTRACT", "bogus", 1);
@@ -605,8 +606,7 @@ TEST(QuantFp4, ConvenienceLayerAndDequantize) {
       ASSERT_EQ(d.size(), v.size());
       const std::size_t G = sd == DType::Float ? 128 : 32;
       for (std::size_t i = 0; i < v.size(); ++i) {
-        const float scale =
-            sd == DType::Float ? qt.kg_scales[i / G] : std::ldexp(1.0f, int(qt.mx_scales[i / G]) - 127);
+        const float scale = sd == DType::Float ? qt.kg_scales[i / G] : std::ldexp(1.0f, int(qt.mx_scales[i / G]) - 127);
         const float want_d = fp4_oracle::value(oracle_format(t), packed_code(qt.q, i)) * scale;
         ASSERT_EQ(std::bit_cast<uint32_t>(d[i]), std::bit_cast<uint32_t>(want_d)) << i;
       }
@@ -653,8 +653,8 @@ TEST(QuantFp4, ModeNames) {
   EXPECT_EQ(c::check_quant_config(DType::Float4E2M1, DType::Float8E8M0, 0.0f, K::Vendor).message,
             "config.xDtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, got float4_e2m1; float4_e2m1 "
             "needs QCOLL_CONTRACT=extended");
-  EXPECT_EQ(c::check_quant_config(DType::Float4E2M1, DType::Float8E8M0, 0.0f, K::Vendor).message.find(
-                c::check_quant_config(DType::Float4E2M1, DType::Float8E8M0, 0.0f).message),
+  EXPECT_EQ(c::check_quant_config(DType::Float4E2M1, DType::Float8E8M0, 0.0f, K::Vendor)
+                .message.find(c::check_quant_config(DType::Float4E2M1, DType::Float8E8M0, 0.0f).message),
             0u);  // the vendor twin's message, then the hint
   EXPECT_TRUE(c::check_quant_config(DType::Float4E1M2, DType::Float, 0.0f, K::Extended).ok());
   EXPECT_EQ(c::check_quant_config(DType::HiFloat8, DType::Float, 0.5f, K::Extended).message,

@@ -51,8 +51,8 @@ using MxOptions = QuantOptions;
 // x_dtype: Int8, HiFloat8, Float8E4M3FN, Float8E5M2; under the extended contract also
 // Float4E2M1, Float4E1M2 (contract.md §ext-fp4-quantizers). Writes the codes to q,
 // rows*H bytes (8-bit) or rows*H/2 (4-bit, packed: the even element of a pair in bits
-// 0-3; contract::x_data_bytes), and rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype, H, target or
-// null pointer (check_quantize_args says why). rows == 0 writes nothing and returns true.
+// 0-3; contract::x_data_bytes), and rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype, H,
+// target or null pointer (check_quantize_args says why). rows == 0 writes nothing and returns true.
 bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
                  const KgOptions& opt = {});
 bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,

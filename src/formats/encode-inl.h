@@ -126,7 +126,8 @@ HWY_INLINE CodeVec<DF> EncodeIeeeLikeSat(DF df, hn::Vec<DF> r, hn::Mask<DF>* nea
   // The fp32 sign bit (31) moved to the code's (kBits - 1).
   const auto with_sign = hn::OrAnd(hn::BitCast(du, code), hn::ShiftRight<32 - T::kBits>(bits),
                                    hn::Set(du, static_cast<uint32_t>(T::kSignMask)));
-  if constexpr (R == EncodeRange::kAny && !T::kHasNaN) return hn::IfThenZeroElse(hn::RebindMask(du, is_nan()), with_sign);
+  if constexpr (R == EncodeRange::kAny && !T::kHasNaN)
+    return hn::IfThenZeroElse(hn::RebindMask(du, is_nan()), with_sign);
   return with_sign;
 }
 

@@ -397,7 +397,7 @@ HWY_INLINE hn::Vec<DI> MxSharedExp(DI di, hn::Vec<DI> amax_bits) {
 template <DType X, class DI>
 HWY_INLINE hn::Vec<DI> MxInvScaleBits(DI di, hn::Vec<DI> shared_exp) {
   const auto normal = hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 127), shared_exp));
-  if constexpr (kMxEmax<X> > 0) return normal;
+  if constexpr (kMxEmax < X >> 0) return normal;
   return hn::IfThenElse(hn::Eq(shared_exp, hn::Set(di, 127)), hn::Set(di, 0x00400000), normal);
 }
 
@@ -409,7 +409,9 @@ HWY_INLINE uint8_t QuantizeMxBlock(DF df, const void* HWY_RESTRICT x, std::size_
   const std::size_t N = hn::Lanes(df);
   const auto shared_exp = MxSharedExp<X>(di, hn::BitCast(di, FiniteAmaxBits<In>(df, x, first, G)));
   const auto inv_scale = hn::BitCast(df, MxInvScaleBits<X>(di, shared_exp));
-  const auto enc = [&](std::size_t i) { return fh::EncodeSat<X>(df, hn::Mul(LoadF32<In>(df, x, first + i), inv_scale)); };
+  const auto enc = [&](std::size_t i) {
+    return fh::EncodeSat<X>(df, hn::Mul(LoadF32<In>(df, x, first + i), inv_scale));
+  };
   if constexpr (kPacked<X>) {  // 2N <= 32: the caller's check
     const hn::RebindToUnsigned<DF> du;
     for (std::size_t i = 0; i < G; i += 2 * N) StoreCodes(df, fh::PackNibblePairs(du, enc(i), enc(i + N)), q + i / 2);
@@ -430,7 +432,8 @@ HWY_INLINE void QuantizeMxBatch(DF df, const void* HWY_RESTRICT x, std::size_t f
   const hn::RebindToSigned<DF> di;
   const auto amax_bits = hn::BitCast(di, BatchRawMaxF32Bits<In>(df, x, first, G));
   if (!hn::AllTrue(di, hn::Lt(amax_bits, hn::Set(di, static_cast<int32_t>(kF32InfBits))))) {
-    for (std::size_t b = 0; b < N; ++b) scales[b] = QuantizeMxBlock<In, X>(df, x, first + b * G, q + CodeOffset<X>(b * G));
+    for (std::size_t b = 0; b < N; ++b)
+      scales[b] = QuantizeMxBlock<In, X>(df, x, first + b * G, q + CodeOffset<X>(b * G));
     return;
   }
   const auto shared_exp = MxSharedExp<X>(di, amax_bits);

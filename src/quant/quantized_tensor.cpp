@@ -19,8 +19,7 @@ namespace {
 Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
                        DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
   // q and scales are ours; pass x itself where a non-null pointer is needed for them.
-  Status st =
-      check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target, opt.threads, opt.contract);
+  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target, opt.threads, opt.contract);
   if (!st.ok()) return st;
   QuantizedTensor t;
   t.x_dtype = x_dtype;
