@@ -1,9 +1,10 @@
 // Quantizer throughput against memcpy of the same bytes (the memory roofline), in one run.
 //
-// Every mode (kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3, mx-e5m2) from fp32, bf16 and
-// fp16 rows of 1024 x 5120 and 4096 x 5120 (a rank's tensor). Bytes touched per call: the
-// input read, the codes and the scales written; every benchmark reports that as bytes
-// processed, so bytes/s compare directly:
+// Every mode (kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3, mx-e5m2, and the extended
+// contract's kg-e2m1, kg-e1m2, mx-e2m1, mx-e1m2: the 4-bit codes packed, two a byte) from
+// fp32, bf16 and fp16 rows of 1024 x 5120 and 4096 x 5120 (a rank's tensor). Bytes touched
+// per call: the input read, the codes (H/2 bytes a row for 4-bit) and the scales written; every benchmark reports that
+// as bytes processed, so bytes/s compare directly:
 //   quant/<mode>/<in>/1024/scalar        the reference path, one thread
 //   quant/<mode>/<in>/<rows>/threads:<t> the public function (best SIMD target) on t threads
 //   memcpy/<mode>/<in>/<rows>/threads:<t> memcpy of half as many bytes (the other half is
@@ -24,6 +25,7 @@
 #include "qcoll/contract.hpp"
 #include "qcoll/formats.hpp"
 #include "qcoll/quant.hpp"
+#include "qcoll/settings.hpp"
 #include "quant/quantize_job.hpp"
 
 namespace {
@@ -45,6 +47,10 @@ constexpr Mode kModes[] = {
     {"kg-e5m2", DType::Float8E5M2, DType::Float},
     {"mx-e4m3", DType::Float8E4M3FN, DType::Float8E8M0},
     {"mx-e5m2", DType::Float8E5M2, DType::Float8E8M0},
+    {"kg-e2m1", DType::Float4E2M1, DType::Float},
+    {"kg-e1m2", DType::Float4E1M2, DType::Float},
+    {"mx-e2m1", DType::Float4E2M1, DType::Float8E8M0},
+    {"mx-e1m2", DType::Float4E1M2, DType::Float8E8M0},
 };
 
 struct Input {
@@ -91,7 +97,8 @@ Data& data() {
 
 std::size_t touched_bytes(const Mode& m, DType in, std::size_t rows) {
   const std::size_t n = rows * kH;
-  return n * qcoll::dtype_size(in) + n + qcoll::contract::scales_row_bytes(m.scales, kH) * rows;
+  return n * qcoll::dtype_size(in) + qcoll::contract::x_data_bytes(m.x, rows, kH) +
+         qcoll::contract::scales_row_bytes(m.scales, kH) * rows;
 }
 
 bool quantize(const Mode& m, DType in, std::size_t rows, int threads) {
@@ -159,7 +166,7 @@ void BM_Dequantize(benchmark::State& state, Mode m) {
     benchmark::DoNotOptimize(qq::dequantize(qt.q.data(), qt.scales_data(), rows, kH, m.x, m.scales, out.data()));
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (rows * kH * 5 + qt.scales_bytes())));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (rows * kH * 4 + qt.q.size() + qt.scales_bytes())));
 }
 
 void register_all() {
@@ -184,7 +191,7 @@ void register_all() {
       }
     }
   }
-  for (const Mode& m : {kModes[0], kModes[4]})
+  for (const Mode& m : {kModes[0], kModes[4], kModes[8]})
     benchmark::RegisterBenchmark((std::string("dequantize/") + m.name).c_str(), BM_Dequantize, m)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
@@ -195,6 +202,8 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // The 4-bit modes are the extended contract's (contract.md §ext); the others run the same.
+  qcoll::settings::set_contract_override(qcoll::settings::Contract::Extended);
   benchmark::AddCustomContext("quantize_target", qq::quantize_target());
   std::fprintf(stderr, "quantize target: %s\n", qq::quantize_target());
   data();  // build the inputs before the first measurement
