@@ -175,6 +175,9 @@ bool is_input_dtype(DType t);
 // (check_quant_dtypes, then the HiF8 target for KG HiF8 only) with the config's field names
 // in the messages: "config.xDtype: ...", "config.scalesDtype: ...", "config.hif8Target: ...".
 Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target);
+// The same under contract c (vendor: the rule above; extended: the 4-bit x dtypes too, the
+// messages listing the dtypes c allows).
+Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target, settings::Contract c);
 // The HiF8 target a call uses: the given one, 0 meaning the default (default_target, passed
 // in by the caller: the quantizers own it); 0 for anything but KG HiF8, where it has no role.
 float effective_hif8_target(DType x_dtype, DType scales_dtype, float hif8_target, float default_target);

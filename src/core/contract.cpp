@@ -120,15 +120,17 @@ bool hif8_target_ok(float target) { return target == 0.0f || (target >= kHif8Tar
 namespace {
 
 // The dtype rule of a quantizer call, naming its parameters x_param / scales_param.
-Status check_dtypes_named(DType x_dtype, DType scales_dtype, const char* x_param, const char* scales_param) {
+// The x dtypes listed are those of contract c (vendor: kXDtypes / kMxXDtypes, as always).
+Status check_dtypes_named(DType x_dtype, DType scales_dtype, const char* x_param, const char* scales_param,
+                          Contract c = Contract::Vendor) {
   if (scales_dtype == DType::Float) {
-    if (!dtypes_fit(x_dtype, scales_dtype))
-      return invalid(std::string(x_param) + ": KG (float scales) takes " + dtype_list(kXDtypes) + ", got " +
+    if (!dtypes_fit(x_dtype, scales_dtype, c))
+      return invalid(std::string(x_param) + ": KG (float scales) takes " + dtype_list(x_dtypes(c)) + ", got " +
                      dtype_text(x_dtype));
   } else if (is_mx(scales_dtype)) {
-    if (!dtypes_fit(x_dtype, scales_dtype))
-      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(kMxXDtypes) + ", got " +
-                     dtype_text(x_dtype));
+    if (!dtypes_fit(x_dtype, scales_dtype, c))
+      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(mx_x_dtypes(c)) +
+                     ", got " + dtype_text(x_dtype));
   } else {
     return invalid(std::string(scales_param) + ": must be float (KG) or float8_e8m0 (MX), got " +
                    dtype_text(scales_dtype));
@@ -228,7 +230,12 @@ std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_
 bool is_input_dtype(DType t) { return contains(kInputDtypes, t); }
 
 Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target) {
-  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype"); !st.ok()) return st;
+  return check_quant_config(x_dtype, scales_dtype, hif8_target, Contract::Vendor);
+}
+
+Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target, Contract c) {
+  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype", c); !st.ok())
+    return st;
   if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
     return check_target_named(hif8_target, "config.hif8Target");
   return Status::Ok();
