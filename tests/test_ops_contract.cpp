@@ -74,7 +74,9 @@ void phase_one(const Call& c, std::vector<qcollStatus>& st, std::vector<std::str
         c.op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize : qcollQuantAllReduceGetWorkspaceSize;
     st[r] = prepare(tx.get(), ts.get(), g.name(), "sum", to.get(), &ws, &e);
     msg[r] = qcollGetRecentErrMsg();
-    if (st[r] == QCOLL_SUCCESS) EXPECT_EQ(qcollDestroyExecutor(e), QCOLL_SUCCESS);
+    if (st[r] == QCOLL_SUCCESS) {
+      EXPECT_EQ(qcollDestroyExecutor(e), QCOLL_SUCCESS);
+    }
   });
 }
 
@@ -202,7 +204,9 @@ void fused_phase_one(qcollDataType xdt, qcollDataType sdt, std::vector<qcollStat
     qcollOpExecutor* e = nullptr;
     st[r] = qcollQuantizeReduceScatterGetWorkspaceSize(ti.get(), &cfg, g.name(), "sum", to.get(), &ws, &e);
     msg[r] = qcollGetRecentErrMsg();
-    if (st[r] == QCOLL_SUCCESS) EXPECT_EQ(qcollDestroyExecutor(e), QCOLL_SUCCESS);
+    if (st[r] == QCOLL_SUCCESS) {
+      EXPECT_EQ(qcollDestroyExecutor(e), QCOLL_SUCCESS);
+    }
   });
 }
 
