@@ -33,7 +33,7 @@ struct Call {
   int short_scales_rank = -1;  // >= 0: only this rank allocates its scales with 1-byte elements
   Group group = Group::Own;
   const char* reduce_op = "sum";
-  int device_offset = 0;  // ranks run on devices rank + offset
+  int device_offset = 0;    // ranks run on devices rank + offset
   std::size_t x_bytes = 0;  // > 0: x's allocation in bytes (else numel x its element size)
 };
 

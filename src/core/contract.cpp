@@ -129,8 +129,8 @@ Status check_dtypes_named(DType x_dtype, DType scales_dtype, const char* x_param
                      dtype_text(x_dtype));
   } else if (is_mx(scales_dtype)) {
     if (!dtypes_fit(x_dtype, scales_dtype, c))
-      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(mx_x_dtypes(c)) +
-                     ", got " + dtype_text(x_dtype));
+      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(mx_x_dtypes(c)) + ", got " +
+                     dtype_text(x_dtype));
   } else {
     return invalid(std::string(scales_param) + ": must be float (KG) or float8_e8m0 (MX), got " +
                    dtype_text(scales_dtype));
