@@ -1,7 +1,8 @@
 // Dequantize-and-reduce kernel throughput against memcpy (the memory roofline).
 //
 // For each mode and n sources: count = 5120*512 elements per source (well beyond L2).
-// Bytes touched per call: n * (count + scale bytes) + count * out_size; every benchmark
+// Bytes touched per call: n * (x bytes + scale bytes) + count * out_size (x bytes: count,
+// count / 2 for the packed 4-bit modes); every benchmark
 // reports that as bytes processed, so bytes/s compare directly:
 //   kernel/<mode>/<out>/n:<n>/scalar     dequant_reduce_scalar
 //   kernel/<mode>/<out>/n:<n>/simd       dequant_reduce (best SIMD target)
@@ -17,11 +18,12 @@
 //                                        kernel_GBps. Neighbouring runs see the same load, so
 //                                        on a shared machine this ratio is far steadier than
 //                                        one of two separately timed benchmarks.
-// Modes: kg_int8, kg_hif8, kg_e4m3, kg_e5m2, mx_e4m3, mx_e5m2; outputs bfloat16, float16,
-// float. Run: bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// and compare medians; scripts/bench_kernels_ratios.py prints the ratios from JSON output
-// (e.g. --benchmark_filter='target|memcpy' for the per-target table alone). Besides mean,
-// median and stddev every benchmark reports "min" (the fastest repetition; with
+// Modes: kg_int8, kg_hif8, kg_e4m3, kg_e5m2, mx_e4m3, mx_e5m2, and the 4-bit modes of the
+// extended contract kg_e2m1, kg_e1m2, mx_e2m1, mx_e1m2 (packed x: every byte is two valid
+// codes); outputs bfloat16, float16, float. Run: bench_kernels --benchmark_repetitions=5
+// --benchmark_report_aggregates_only=true and compare medians; scripts/bench_kernels_ratios.py prints the ratios from
+// JSON output (e.g. --benchmark_filter='target|memcpy' for the per-target table alone). Besides mean, median and stddev
+// every benchmark reports "min" (the fastest repetition; with
 // --benchmark_enable_random_interleaving=true the least disturbed estimate on a shared
 // machine; scripts/bench_kernels_ratios.py --stat min uses it).
 #include <benchmark/benchmark.h>
@@ -88,7 +90,8 @@ Data& data() {
 
 std::size_t touched_bytes(const ReduceArgs& a) {
   const std::size_t scale_bytes = a.scales_dtype == DType::Float ? a.count / 128 * 4 : a.count / 32;
-  return static_cast<std::size_t>(a.nsrc) * (a.count + scale_bytes) + a.count * qcoll::dtype_size(a.out_dtype);
+  const std::size_t x_bytes = qcoll::is_4bit_format(a.x_dtype) ? a.count / 2 : a.count;
+  return static_cast<std::size_t>(a.nsrc) * (x_bytes + scale_bytes) + a.count * qcoll::dtype_size(a.out_dtype);
 }
 
 struct Case {
@@ -186,6 +189,10 @@ int main(int argc, char** argv) {
       {"kg_e5m2", DType::Float8E5M2, DType::Float},
       {"mx_e4m3", DType::Float8E4M3FN, DType::Float8E8M0},
       {"mx_e5m2", DType::Float8E5M2, DType::Float8E8M0},
+      {"kg_e2m1", DType::Float4E2M1, DType::Float},
+      {"kg_e1m2", DType::Float4E1M2, DType::Float},
+      {"mx_e2m1", DType::Float4E2M1, DType::Float8E8M0},
+      {"mx_e1m2", DType::Float4E1M2, DType::Float8E8M0},
   };
   std::vector<std::string> targets;
   for (const std::string& t : qcoll::kernels::dequant_reduce_simd_targets()) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernel_check.hpp"
 #include "kernels/dequant_reduce.hpp"
 #include "oracle.hpp"
 
@@ -28,6 +29,11 @@ using qcoll::DType;
 using qcoll::kernels::ReduceArgs;
 
 namespace {
+
+using kernel_check::Combo;
+using kernel_check::first_diff;
+using kernel_check::Inputs;
+using kernel_check::label;
 
 // ---- Independent reference: tests/oracle.hpp -------------------------------------------
 
@@ -44,61 +50,6 @@ std::vector<uint8_t> reference(const ReduceArgs& a) {
 
 // ---- Inputs -----------------------------------------------------------------------
 
-// Owns n sources of `count` x bytes and their scales, each placed at an odd offset (1)
-// inside its buffer so that no pointer is aligned.
-struct Inputs {
-  std::vector<std::vector<uint8_t>> xbuf, sbuf;
-  std::vector<const uint8_t*> x, s;
-  ReduceArgs args;
-
-  Inputs(DType xt, DType st, DType ot, int n, std::size_t count, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const std::size_t g = oracle::group_size(st);
-    const std::size_t sbytes = st == DType::Float ? 4 : 1;
-    for (int k = 0; k < n; ++k) {
-      std::vector<uint8_t> xb(count + 1), sb(count / g * sbytes + 1);
-      for (std::size_t i = 0; i < count; ++i) xb[1 + i] = static_cast<uint8_t>(rng());
-      // Every code appears: a rotated 0..255 run at the start when there is room.
-      for (std::size_t i = 0; i < std::min<std::size_t>(count, 256); ++i) xb[1 + i] = static_cast<uint8_t>(i + 37 * k);
-      for (std::size_t j = 0; j < count / g; ++j) {
-        if (st == DType::Float) {
-          const float v = random_scale(rng, j + k);
-          std::memcpy(&sb[1 + 4 * j], &v, 4);
-        } else {
-          static const uint8_t special[] = {0x00, 0xFE, 0xFF, 0x7F, 0x01, 0x80};
-          sb[1 + j] = (j + k) % 3 == 0 ? special[(j / 3 + k) % 6] : static_cast<uint8_t>(rng());
-        }
-      }
-      xbuf.push_back(std::move(xb));
-      sbuf.push_back(std::move(sb));
-    }
-    for (int k = 0; k < n; ++k) {
-      x.push_back(xbuf[k].data() + 1);
-      s.push_back(sbuf[k].data() + 1);
-    }
-    args.x_dtype = xt;
-    args.scales_dtype = st;
-    args.out_dtype = ot;
-    args.nsrc = n;
-    args.x = x.data();
-    args.scales = s.data();
-    args.count = count;
-  }
-
-  // fp32 scales: mostly "ordinary" magnitudes that push sums through the fp16/bf16
-  // normal, subnormal and overflow ranges, plus 0, -0, subnormals, huge, Inf, NaN.
-  static float random_scale(std::mt19937& rng, std::size_t j) {
-    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00400000u, 0x7F7FFFFFu,
-                                       0x7E800000u, 0xFE000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7FA00001u,
-                                       0xFFC00000u, 0x3F800000u, 0x33800000u, 0x38800000u};
-    if (j % 4 == 0) return bits_f32(special[(j / 4 + rng()) % 16]);
-    std::uniform_real_distribution<float> mant(1.0f, 2.0f);
-    std::uniform_int_distribution<int> ex(-40, 20);
-    const float v = std::ldexp(mant(rng), ex(rng));
-    return (rng() & 1) ? -v : v;
-  }
-};
-
 std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
   std::vector<uint8_t> out(a.count * qcoll::dtype_size(a.out_dtype) + 1, 0xA5);
   a.out = out.data() + 1;  // unaligned output too
@@ -107,35 +58,12 @@ std::vector<uint8_t> run(void (*fn)(const ReduceArgs&), ReduceArgs a) {
   return {out.begin() + 1, out.end()};
 }
 
-std::string first_diff(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, std::size_t esize) {
-  for (std::size_t i = 0; i < got.size(); i += esize) {
-    if (std::memcmp(&got[i], &want[i], esize) != 0) {
-      uint32_t g = 0, w = 0;
-      std::memcpy(&g, &got[i], esize);
-      std::memcpy(&w, &want[i], esize);
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "element %zu: got 0x%08X want 0x%08X", i / esize, g, w);
-      return buf;
-    }
-  }
-  return "identical";
-}
-
-struct Combo {
-  DType x, s, o;
-};
-
 std::vector<Combo> all_combos() {
   std::vector<Combo> c;
   for (DType x : {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2})
     for (DType s : {DType::Float, DType::Float8E8M0})
       for (DType o : {DType::Float, DType::Float16, DType::BFloat16}) c.push_back({x, s, o});
   return c;
-}
-
-std::string label(const Combo& c, int n, std::size_t count) {
-  return std::string(qcoll::dtype_name(c.x)) + "/" + std::string(qcoll::dtype_name(c.s)) + "->" +
-         std::string(qcoll::dtype_name(c.o)) + " n=" + std::to_string(n) + " count=" + std::to_string(count);
 }
 
 const int kSources[] = {1, 2, 3, 4, 8};

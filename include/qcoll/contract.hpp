@@ -56,26 +56,44 @@ std::string dtype_text(DType t);
 // tools, the Python package and the fused operators' wrappers spell them ----
 
 struct QuantMode {
-  const char* name;        // "kg-int8", ..., "mx-e5m2"
-  const char* short_name;  // a KG mode's format alone ("int8", ...); nullptr for MX
+  const char* name;        // "kg-int8", ..., "mx-e5m2", "kg-e2m1", ..., "mx-e1m2"
+  const char* short_name;  // a KG mode's format alone ("int8", ..., "e2m1"); nullptr for MX
   DType x;
   DType scales;  // Float (KG) or Float8E8M0 (MX)
 };
-inline constexpr QuantMode kQuantModes[] = {
+// Every mode: the vendor contract's six, then the 4-bit ones of the extended contract
+// (§ext-fp4), which only it has.
+inline constexpr QuantMode kExtendedQuantModes[] = {
     {"kg-int8", "int8", DType::Int8, DType::Float},
     {"kg-hif8", "hif8", DType::HiFloat8, DType::Float},
     {"kg-e4m3", "e4m3", DType::Float8E4M3FN, DType::Float},
     {"kg-e5m2", "e5m2", DType::Float8E5M2, DType::Float},
     {"mx-e4m3", nullptr, DType::Float8E4M3FN, DType::Float8E8M0},
     {"mx-e5m2", nullptr, DType::Float8E5M2, DType::Float8E8M0},
+    {"kg-e2m1", "e2m1", DType::Float4E2M1, DType::Float},
+    {"kg-e1m2", "e1m2", DType::Float4E1M2, DType::Float},
+    {"mx-e2m1", nullptr, DType::Float4E2M1, DType::Float8E8M0},
+    {"mx-e1m2", nullptr, DType::Float4E1M2, DType::Float8E8M0},
 };
+// The vendor contract's modes (the first six above): what the functions without a Contract
+// resolve and list, as before the extended contract.
+inline constexpr std::span<const QuantMode, 6> kQuantModes = std::span(kExtendedQuantModes).first<6>();
+// The modes of contract c: kQuantModes (vendor) or kExtendedQuantModes (extended).
+std::span<const QuantMode> quant_modes(settings::Contract c);
 // The mode named `name` (its name or its short name, exactly), or nullptr. Every front end
-// (the CLI, the Python package, qcoll.torch) resolves mode names here.
+// (the CLI, the Python package, qcoll.torch) resolves mode names here. Without a contract:
+// the vendor's modes only.
 const QuantMode* find_quant_mode(std::string_view name);
-// "kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3 or mx-e5m2"
-std::string quant_mode_names();
-// "int8, hif8, e4m3, e5m2": the short names of the KG modes
-std::string quant_mode_short_names();
+const QuantMode* find_quant_mode(std::string_view name, settings::Contract c);
+// The mode named `name` under contract c, or PARAM_INVALID naming `param`: an unknown name
+// ("mode: must be kg-int8, ... or mx-e5m2, got 'x'"), or a mode of the extended contract
+// under vendor ("mode: mx-e2m1 needs QCOLL_CONTRACT=extended (the contract is vendor)").
+Status resolve_quant_mode(std::string_view name, settings::Contract c, const QuantMode*& mode,
+                          const char* param = "mode");
+// "kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3 or mx-e5m2" (vendor; extended: the ten)
+std::string quant_mode_names(settings::Contract c = settings::Contract::Vendor);
+// "int8, hif8, e4m3, e5m2": the short names of the KG modes (extended: and e2m1, e1m2)
+std::string quant_mode_short_names(settings::Contract c = settings::Contract::Vendor);
 
 // ---- Scale groups and the scales layout (contract.md §modes) ----
 
@@ -175,9 +193,6 @@ bool is_input_dtype(DType t);
 // (check_quant_dtypes, then the HiF8 target for KG HiF8 only) with the config's field names
 // in the messages: "config.xDtype: ...", "config.scalesDtype: ...", "config.hif8Target: ...".
 Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target);
-// The same under contract c (vendor: the rule above; extended: the 4-bit x dtypes too, the
-// messages listing the dtypes c allows).
-Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target, settings::Contract c);
 // The HiF8 target a call uses: the given one, 0 meaning the default (default_target, passed
 // in by the caller: the quantizers own it); 0 for anything but KG HiF8, where it has no role.
 float effective_hif8_target(DType x_dtype, DType scales_dtype, float hif8_target, float default_target);
@@ -215,6 +230,14 @@ bool x_dtype_allowed(DType t, Contract c);
 bool mx_x_dtype_allowed(DType t, Contract c);
 // dtypes_fit under c: any allowed x dtype with float scales, an allowed MX one with E8M0.
 bool dtypes_fit(DType x_dtype, DType scales_dtype, Contract c);
+
+// The quantizers' rule under c (§ext-fp4-quantizers): check_quant_call / check_quant_config
+// with c's x dtypes in the rule and the messages. Under vendor they answer exactly as the
+// functions without a Contract, except that a 4-bit x dtype's message (the vendor one) ends
+// in "; float4_e2m1 needs QCOLL_CONTRACT=extended", naming the dtype and the setting.
+Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target, Contract c,
+                        const QuantParamNames& names = {});
+Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target, Contract c);
 
 // Rank counts (§ext-ranks): vendor 2, 4 or 8 (is_rank_count); extended any n in
 // [kExtendedMinRanks, kExtendedMaxRanks]. BS must still be a multiple of n (rule 6,

@@ -8,8 +8,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::quant {
@@ -25,6 +27,10 @@ float default_hif8_target();
 //                kQuantAutoThreadElements elements (else 1), at most one per row; else
 //                1..kMaxQuantThreads. In processes that share the cores with other ranks,
 //                pass the share (e.g. cores / ranks).
+//   contract:    the contract the call keeps (contract.md §ext); nullopt: the calling one,
+//                settings::contract() (QCOLL_CONTRACT or the program's choice), read only
+//                for a 4-bit x dtype, the only ones it decides. A caller that has checked
+//                its call under some contract (the fused operators) passes that one.
 // The quantizers run the best SIMD target of this CPU (quantize_target() in the
 // benchmarks; QCOLL_KERNEL=scalar picks the reference path), bit-identical to the
 // reference on every target.
@@ -33,6 +39,7 @@ inline constexpr std::size_t kQuantAutoThreadElements = std::size_t{1} << 18;
 struct QuantOptions {
   float hif8_target = 0.0f;
   int threads = 0;
+  std::optional<settings::Contract> contract;
 };
 using KgOptions = QuantOptions;
 using MxOptions = QuantOptions;
@@ -40,8 +47,10 @@ using MxOptions = QuantOptions;
 // Inputs: `x` rows of fp32 values, or the bits of bf16 (`_bf16`) or fp16 (`_fp16`) values.
 
 // Per-token-per-group (group 128) quantization of `rows` rows of H values (H % 128 == 0, H > 0).
-// x_dtype: Int8, HiFloat8, Float8E4M3FN, Float8E5M2. Writes rows*H bytes to q and
-// rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype, H, target or
+// x_dtype: Int8, HiFloat8, Float8E4M3FN, Float8E5M2; under the extended contract also
+// Float4E2M1, Float4E1M2 (contract.md §ext-fp4-quantizers). Writes the codes to q,
+// rows*H bytes (8-bit) or rows*H/2 (4-bit, packed: the even element of a pair in bits
+// 0-3; contract::x_data_bytes), and rows*H/128 fp32 scales. Returns false (and writes nothing) on a bad dtype, H, target or
 // null pointer (check_quantize_args says why). rows == 0 writes nothing and returns true.
 bool quantize_kg(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
                  const KgOptions& opt = {});
@@ -50,7 +59,8 @@ bool quantize_kg_bf16(const uint16_t* x, std::size_t rows, std::size_t H, DType 
 bool quantize_kg_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, float* scales,
                       const KgOptions& opt = {});
 
-// OCP MX (group 32) quantization: x_dtype Float8E4M3FN or Float8E5M2, E8M0 scales,
+// OCP MX (group 32) quantization: x_dtype Float8E4M3FN or Float8E5M2 (extended contract:
+// also Float4E2M1, Float4E1M2; codes as for KG), E8M0 scales,
 // rows*H/32 scale bytes in the (rows, H/64, 2) layout (H % 64 == 0, H > 0).
 bool quantize_mx(const float* x, std::size_t rows, std::size_t H, DType x_dtype, uint8_t* q, uint8_t* scales,
                  const MxOptions& opt = {});
@@ -63,7 +73,8 @@ bool quantize_mx_fp16(const uint16_t* x, std::size_t rows, std::size_t H, DType 
 const char* quantize_target();
 
 // Dequantize (decode * scale, one fp32 multiply) rows*H values; scales fp32 (group 128)
-// or E8M0 bytes (group 32) by scales_dtype.
+// or E8M0 bytes (group 32) by scales_dtype; q packed for the 4-bit x dtypes (their
+// contract rule as for the quantizers).
 bool dequantize(const uint8_t* q, const void* scales, std::size_t rows, std::size_t H, DType x_dtype,
                 DType scales_dtype, float* out);
 
@@ -75,9 +86,14 @@ std::size_t scale_group_size(DType scales_dtype);
 // Why the arguments of a quantize/dequantize call are bad (PARAM_NULLPTR / PARAM_INVALID with
 // a message naming the parameter, the value seen and the rule), or Ok. `x`, `q`, `scales`
 // are only checked for null. hif8_target is only checked for the KG HiFloat8 combination;
-// threads must be 0 (auto) or in [1, kMaxQuantThreads].
+// threads must be 0 (auto) or in [1, kMaxQuantThreads]. The x dtypes are those of
+// `contract` (nullopt: settings::contract(), read only for a 4-bit x dtype; a bad
+// QCOLL_CONTRACT is then its PARAM_INVALID): under vendor a 4-bit one is refused with the
+// vendor's message and "; float4_e2m1 needs QCOLL_CONTRACT=extended"
+// (contract::check_quant_call with a Contract, the one place of that rule).
 Status check_quantize_args(const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,
-                           const void* q, const void* scales, float hif8_target = 0.0f, int threads = 0);
+                           const void* q, const void* scales, float hif8_target = 0.0f, int threads = 0,
+                           std::optional<settings::Contract> contract = std::nullopt);
 
 // A quantized (rows, H) tensor: the operator's x and scales inputs.
 struct QuantizedTensor {
@@ -85,7 +101,7 @@ struct QuantizedTensor {
   DType scales_dtype = DType::Float;  // Float: KG, Float8E8M0: MX
   std::size_t rows = 0;
   std::size_t H = 0;
-  std::vector<uint8_t> q;          // rows*H bytes
+  std::vector<uint8_t> q;          // contract::x_data_bytes(x_dtype, rows, H): rows*H, 4-bit rows*H/2
   std::vector<float> kg_scales;    // rows*H/128 fp32 (KG), else empty
   std::vector<uint8_t> mx_scales;  // rows*H/32 E8M0 bytes (MX), else empty
 

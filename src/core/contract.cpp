@@ -42,22 +42,41 @@ std::string dtype_text(DType t) {
 
 // ---- Quantization modes ----
 
-const QuantMode* find_quant_mode(std::string_view name) {
-  for (const QuantMode& m : kQuantModes)
+std::span<const QuantMode> quant_modes(Contract c) {
+  if (c == Contract::Extended) return kExtendedQuantModes;
+  return kQuantModes;
+}
+
+const QuantMode* find_quant_mode(std::string_view name, Contract c) {
+  for (const QuantMode& m : quant_modes(c))
     if (name == m.name || (m.short_name != nullptr && name == m.short_name)) return &m;
   return nullptr;
 }
 
-std::string quant_mode_names() {
+const QuantMode* find_quant_mode(std::string_view name) { return find_quant_mode(name, Contract::Vendor); }
+
+Status resolve_quant_mode(std::string_view name, Contract c, const QuantMode*& mode, const char* param) {
+  mode = find_quant_mode(name, c);
+  if (mode != nullptr) return Status::Ok();
+  const std::string p(param);
+  if (find_quant_mode(name, Contract::Extended) != nullptr)
+    return invalid(p + ": " + std::string(name) + " needs " + settings::kContractName + "=extended (the contract is " +
+                   settings::contract_name(c) + ")");
+  return invalid(p + ": must be " + quant_mode_names(c) + ", got '" + std::string(name) + "' (" +
+                 quant_mode_short_names(c) + " also name the KG modes)");
+}
+
+std::string quant_mode_names(Contract c) {
+  const std::span<const QuantMode> modes = quant_modes(c);
   std::string s;
-  const std::size_t n = std::size(kQuantModes);
-  for (std::size_t i = 0; i < n; ++i) s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + kQuantModes[i].name;
+  const std::size_t n = modes.size();
+  for (std::size_t i = 0; i < n; ++i) s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + modes[i].name;
   return s;
 }
 
-std::string quant_mode_short_names() {
+std::string quant_mode_short_names(Contract c) {
   std::string s;
-  for (const QuantMode& m : kQuantModes)
+  for (const QuantMode& m : quant_modes(c))
     if (m.short_name != nullptr) s += std::string(s.empty() ? "" : ", ") + m.short_name;
   return s;
 }
@@ -119,23 +138,21 @@ bool hif8_target_ok(float target) { return target == 0.0f || (target >= kHif8Tar
 
 namespace {
 
-// The dtype rule of a quantizer call, naming its parameters x_param / scales_param.
-// The x dtypes listed are those of contract c (vendor: kXDtypes / kMxXDtypes, as always).
+// The dtype rule of a quantizer call under contract c, naming its parameters x_param /
+// scales_param. hint: a dtype that only the extended contract has, refused under c, gets
+// "; NAME needs QCOLL_CONTRACT=extended" after the rule (the vendor twins pass false).
 Status check_dtypes_named(DType x_dtype, DType scales_dtype, const char* x_param, const char* scales_param,
-                          Contract c = Contract::Vendor) {
-  if (scales_dtype == DType::Float) {
-    if (!dtypes_fit(x_dtype, scales_dtype, c))
-      return invalid(std::string(x_param) + ": KG (float scales) takes " + dtype_list(x_dtypes(c)) + ", got " +
-                     dtype_text(x_dtype));
-  } else if (is_mx(scales_dtype)) {
-    if (!dtypes_fit(x_dtype, scales_dtype, c))
-      return invalid(std::string(x_param) + ": MX (float8_e8m0 scales) takes " + dtype_list(mx_x_dtypes(c)) + ", got " +
-                     dtype_text(x_dtype));
-  } else {
+                          Contract c = Contract::Vendor, bool hint = false) {
+  if (scales_dtype != DType::Float && !is_mx(scales_dtype))
     return invalid(std::string(scales_param) + ": must be float (KG) or float8_e8m0 (MX), got " +
                    dtype_text(scales_dtype));
-  }
-  return Status::Ok();
+  if (dtypes_fit(x_dtype, scales_dtype, c)) return Status::Ok();
+  const bool kg = scales_dtype == DType::Float;
+  std::string msg = std::string(x_param) + (kg ? ": KG (float scales) takes " : ": MX (float8_e8m0 scales) takes ") +
+                    dtype_list(kg ? x_dtypes(c) : mx_x_dtypes(c)) + ", got " + dtype_text(x_dtype);
+  if (hint && dtypes_fit(x_dtype, scales_dtype, Contract::Extended))
+    msg += "; " + dtype_text(x_dtype) + " needs " + settings::kContractName + "=extended";
+  return invalid(std::move(msg));
 }
 
 Status check_target_named(float target, const char* param) {
@@ -143,6 +160,26 @@ Status check_target_named(float target, const char* param) {
     return invalid(std::string(param) + ": must be 0 (default) or in [" +
                    std::to_string(static_cast<int>(kHif8TargetMin)) + ", " +
                    std::to_string(static_cast<int>(kHif8TargetMax)) + "], got " + std::to_string(target));
+  return Status::Ok();
+}
+
+// check_quant_call under c; hint as for check_dtypes_named.
+Status check_call_named(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target, Contract c,
+                        const QuantParamNames& names, bool hint) {
+  if (Status st = check_dtypes_named(x_dtype, scales_dtype, names.x_dtype, names.scales_dtype, c, hint); !st.ok())
+    return st;
+  if (Status st = check_quant_h(scales_dtype, H); !st.ok()) return st;
+  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
+    return check_target_named(hif8_target, names.hif8_target);
+  return Status::Ok();
+}
+
+// check_quant_config under c.
+Status check_config_named(DType x_dtype, DType scales_dtype, float hif8_target, Contract c, bool hint) {
+  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype", c, hint); !st.ok())
+    return st;
+  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
+    return check_target_named(hif8_target, "config.hif8Target");
   return Status::Ok();
 }
 
@@ -168,11 +205,12 @@ Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float 
 
 Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target,
                         const QuantParamNames& names) {
-  if (Status st = check_dtypes_named(x_dtype, scales_dtype, names.x_dtype, names.scales_dtype); !st.ok()) return st;
-  if (Status st = check_quant_h(scales_dtype, H); !st.ok()) return st;
-  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
-    return check_target_named(hif8_target, names.hif8_target);
-  return Status::Ok();
+  return check_call_named(x_dtype, scales_dtype, H, hif8_target, Contract::Vendor, names, false);
+}
+
+Status check_quant_call(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target, Contract c,
+                        const QuantParamNames& names) {
+  return check_call_named(x_dtype, scales_dtype, H, hif8_target, c, names, true);
 }
 
 // ---- Operators ----
@@ -230,15 +268,11 @@ std::optional<std::vector<int64_t>> output_shape(Op op, const std::vector<int64_
 bool is_input_dtype(DType t) { return contains(kInputDtypes, t); }
 
 Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target) {
-  return check_quant_config(x_dtype, scales_dtype, hif8_target, Contract::Vendor);
+  return check_config_named(x_dtype, scales_dtype, hif8_target, Contract::Vendor, false);
 }
 
 Status check_quant_config(DType x_dtype, DType scales_dtype, float hif8_target, Contract c) {
-  if (Status st = check_dtypes_named(x_dtype, scales_dtype, "config.xDtype", "config.scalesDtype", c); !st.ok())
-    return st;
-  if (scales_dtype == DType::Float && x_dtype == DType::HiFloat8)
-    return check_target_named(hif8_target, "config.hif8Target");
-  return Status::Ok();
+  return check_config_named(x_dtype, scales_dtype, hif8_target, c, true);
 }
 
 float effective_hif8_target(DType x_dtype, DType scales_dtype, float hif8_target, float default_target) {

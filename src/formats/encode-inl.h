@@ -1,16 +1,21 @@
-// Per-target SIMD encoders: fp32 lanes -> 8-bit codes, bit-identical to the scalar codecs
-// with Saturation::Saturating (float8_e4m3fn.cpp, float8_e5m2.cpp, hifloat8.cpp) and to the
-// quantizers' symmetric INT8 code (quant/quant_groups.hpp: NaN -> 0, clamp to [-127, 127],
-// round half to even). Include it from SIMD code the Highway way (below HWY_TARGET_INCLUDE
+// Per-target SIMD encoders: fp32 lanes -> 8-bit and 4-bit codes, bit-identical to the
+// scalar codecs with Saturation::Saturating (float8_e4m3fn.cpp, float8_e5m2.cpp,
+// hifloat8.cpp; the 4-bit ones always saturate: fp4_codec.hpp) and to the quantizers'
+// symmetric INT8 code (quant/quant_groups.hpp: NaN -> 0, clamp to [-127, 127], round half
+// to even). Include it from SIMD code the Highway way (below HWY_TARGET_INCLUDE
 // and foreach_target.h, or once for the static target); it defines, per target, in
 // qcoll::formats::HWY_NAMESPACE:
 //
-//   EncodeSat<X, R>(df, v)  X = Int8, Float8E4M3FN, Float8E5M2, HiFloat8: one code per
-//                           lane in the low byte of a u32 lane (upper bytes 0).
+//   EncodeSat<X, R>(df, v)  X = Int8, Float8E4M3FN, Float8E5M2, HiFloat8, Float4E2M1,
+//                           Float4E1M2: one code per lane in the low byte of a u32 lane
+//                           (upper bytes 0; a 4-bit code in bits 0-3).
+//   PackNibblePairs(du, a, b)  the 4-bit codes of a then b (2N elements) as N packed bytes
+//                           in u32 lanes (contract.md §ext-fp4-layout: the even element in
+//                           bits 0-3), ready for the byte stores of the 8-bit codes.
 //   R (EncodeRange) is what the caller knows about the lanes, to skip steps that cannot
 //   change the result: kAny (any fp32), kNoNaN (no NaN), kNoOverflow (no NaN and no Inf, and
 //   every magnitude below the first one that saturates: INT8 127.5, E4M3FN 464, E5M2 61440,
-//   HiF8 1.25 * 2^15; e.g. v / scale with scale = amax / max_finite a normal fp32, since
+//   HiF8 1.25 * 2^15, E2M1 7, E1M2 1.875; e.g. v / scale with scale = amax / max_finite a normal fp32, since
 //   then |v / scale| <= max_finite * (1 + 2^-23)). The codes are the same for every R that
 //   holds.
 //
@@ -70,9 +75,10 @@ HWY_INLINE CodeVec<DF> EncodeInt8Sym(DF df, hn::Vec<DF> r, hn::Mask<DF>* near = 
   return hn::And(i, hn::Set(du, 0xFFu));
 }
 
-// E4M3FN / E5M2, saturating (round_magnitude_rne of ieee_like_rounding.hpp, then the
-// caller's overflow rule): NaN -> NaN code with the input's sign; codes above the largest
-// finite one (Inf included) -> +-max finite.
+// E4M3FN / E5M2 / E2M1 / E1M2, saturating (round_magnitude_rne of ieee_like_rounding.hpp,
+// then the caller's overflow rule): NaN -> NaN code with the input's sign (the 4-bit
+// formats have no NaN: code 0, no sign); codes above the largest finite one (Inf included)
+// -> +-max finite; the sign bit is the code's top bit (0x80, 4-bit 0x8).
 // Rounding by one fp32 addition: for |v| in the binade 2^E of the target's normal range,
 // magic = 2^(E + 23 - M) has fp32 spacing 2^(E - M), the target's ulp there, so
 // s = |v| + magic rounds |v| to the target's precision (to nearest even) and
@@ -85,7 +91,8 @@ HWY_INLINE CodeVec<DF> EncodeInt8Sym(DF df, hn::Vec<DF> r, hn::Mask<DF>* near = 
 template <DType X, EncodeRange R, bool kNear = false, class DF>
 HWY_INLINE CodeVec<DF> EncodeIeeeLikeSat(DF df, hn::Vec<DF> r, hn::Mask<DF>* near = nullptr) {
   using T = Traits<X>;
-  static_assert(T::kNaNKeepsSign && T::kMaxCode < T::kNaNCode);
+  static_assert(T::kHasNaN ? T::kNaNKeepsSign && T::kMaxCode < T::kNaNCode : T::kNaNCode == 0);
+  static_assert(T::kBits == 8 || T::kBits == 4);
   constexpr int kM = T::kMantissaBits;
   constexpr int kEmaxField = 127 + (T::kMaxCode >> kM) - T::kExponentBias;  // fp32 field of 2^emax
   const hn::RebindToUnsigned<DF> du;
@@ -111,11 +118,28 @@ HWY_INLINE CodeVec<DF> EncodeIeeeLikeSat(DF df, hn::Vec<DF> r, hn::Mask<DF>* nea
   auto code =
       hn::Add(hn::Sub(hn::BitCast(di, s), magic), hn::Sub(hn::ShiftRight<23 - kM>(magic), hn::Set(di, kOffset)));
   if constexpr (R != EncodeRange::kNoOverflow) code = hn::Min(code, hn::Set(di, static_cast<int32_t>(T::kMaxCode)));
-  if constexpr (R == EncodeRange::kAny) {
-    const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
-    code = hn::IfThenElse(is_nan, hn::Set(di, static_cast<int32_t>(T::kNaNCode)), code);
-  }
-  return hn::OrAnd(hn::BitCast(du, code), hn::ShiftRight<24>(bits), hn::Set(du, 0x80u));
+  const auto is_nan = [&] {
+    return hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
+  };
+  if constexpr (R == EncodeRange::kAny && T::kHasNaN)
+    code = hn::IfThenElse(is_nan(), hn::Set(di, static_cast<int32_t>(T::kNaNCode)), code);
+  // The fp32 sign bit (31) moved to the code's (kBits - 1).
+  const auto with_sign = hn::OrAnd(hn::BitCast(du, code), hn::ShiftRight<32 - T::kBits>(bits),
+                                   hn::Set(du, static_cast<uint32_t>(T::kSignMask)));
+  if constexpr (R == EncodeRange::kAny && !T::kHasNaN) return hn::IfThenZeroElse(hn::RebindMask(du, is_nan()), with_sign);
+  return with_sign;
+}
+
+// Two vectors of 4-bit codes (u32 lanes, 0..15), elements [0, N) in a and [N, 2N) in b ->
+// N bytes (u32 lanes, 0..255): byte j = code 2j | code (2j + 1) << 4. In u64 lanes a pair
+// is even | odd << 32; x | x >> 28 puts odd << 4 next to even in the low u32 lane (the high
+// one keeps odd: dropped), and ConcatEven keeps the low lanes, a's then b's.
+template <class DU>
+HWY_INLINE hn::Vec<DU> PackNibblePairs(DU du, hn::Vec<DU> a, hn::Vec<DU> b) {
+  const hn::Repartition<uint64_t, DU> d64;
+  const auto pa = hn::BitCast(du, hn::Or(hn::BitCast(d64, a), hn::ShiftRight<28>(hn::BitCast(d64, a))));
+  const auto pb = hn::BitCast(du, hn::Or(hn::BitCast(d64, b), hn::ShiftRight<28>(hn::BitCast(d64, b))));
+  return hn::And(hn::ConcatEven(du, pb, pa), hn::Set(du, 0xFFu));
 }
 
 // HiFloat8 binade tables. By the fp32 exponent field mod 64 (fields 104..142, E = -23..15,
@@ -238,7 +262,7 @@ HWY_INLINE CodeVec<DF> EncodeHiF8Sat(DF df, hn::Vec<DF> r) {
   return hn::IfThenElse(is_nan, hn::Set(du, T::kNaNCode), code);
 }
 
-// EncodeSat<X, kNoOverflow> for X = Int8, Float8E4M3FN, Float8E5M2, and the lanes that are
+// EncodeSat<X, kNoOverflow> for X = Int8, Float8E4M3FN, Float8E5M2 (and the 4-bit ones), and the lanes that are
 // near a rounding boundary: where some value within 4 fp32 ulps of r could get another
 // code (a conservative test, within 2^-16 of the target's half ulp). Elsewhere every such
 // value gets r's code, so r may be an approximation of the value to encode that is within
@@ -248,7 +272,8 @@ HWY_INLINE CodeVec<DF> EncodeSatNearTie(DF df, hn::Vec<DF> r, hn::Mask<DF>& near
   if constexpr (X == DType::Int8) {
     return EncodeInt8Sym<EncodeRange::kNoOverflow, true>(df, r, &near);
   } else {
-    static_assert(X == DType::Float8E4M3FN || X == DType::Float8E5M2);
+    static_assert(X == DType::Float8E4M3FN || X == DType::Float8E5M2 || X == DType::Float4E2M1 ||
+                  X == DType::Float4E1M2);
     return EncodeIeeeLikeSat<X, EncodeRange::kNoOverflow, true>(df, r, &near);
   }
 }
@@ -260,7 +285,8 @@ HWY_INLINE CodeVec<DF> EncodeSat(DF df, hn::Vec<DF> r) {
   } else if constexpr (X == DType::HiFloat8) {
     return EncodeHiF8Sat<R>(df, r);
   } else {
-    static_assert(X == DType::Float8E4M3FN || X == DType::Float8E5M2);
+    static_assert(X == DType::Float8E4M3FN || X == DType::Float8E5M2 || X == DType::Float4E2M1 ||
+                  X == DType::Float4E1M2);
     return EncodeIeeeLikeSat<X, R>(df, r);
   }
 }

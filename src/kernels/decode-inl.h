@@ -5,12 +5,15 @@
 //   DF, VF                          the fp32 tag and vector every kernel file uses
 //   Tables                          the exact decode tables of one call
 //   Decode<X>(df, p, table)         N codes of x dtype X -> N exact fp32 values, in order
+//                                   (4-bit X: N packed codes, N / 2 bytes at p)
+//   kFp4<X>, XAt<X>(p, i)           whether X is a packed 4-bit dtype; the byte of element i
 //   DecodeE4M3Div256(df, p)         F16C targets: N E4M3FN codes -> value / 2^8
 //   DecodeHiF8x4(df, p, f, l, sink) F16C targets: 4N HiFloat8 codes without a gather
 //   QCOLL_HW_F16                    1 where the target has F16C (undefined again by the
 //                                   dispatch file, dequant_reduce_simd.cpp, after its last use)
 //
-// A new 8-bit format adds its Decode branch here, and one decoder per SIMD family in
+// A new 4-bit format needs nothing here beyond kFp4 (DecodeFp4 looks its 16 values up in
+// the exact fp32 table). A new 8-bit format adds its Decode branch here, and one decoder per SIMD family in
 // decode_avx512-inl.h and decode_avx2-inl.h (docs/architecture.md, "What a new format
 // touches"). Every decode is exact, and every decoded value is an fp32 normal or zero, so no
 // multiply sees a subnormal operand unless the scale itself is subnormal (x86 multiplies with
@@ -72,12 +75,52 @@ static_assert(E4::kSignMask == 0x80 && E5::kSignMask == 0x80 && H8::kSignMask ==
 static_assert(H8::kNaNCode == H8::kSignMask);
 
 struct Tables {
-  const float* x = nullptr;           // fp32 decode table of the x dtype
+  const float* x = nullptr;           // fp32 decode table of the x dtype (4-bit: 16 entries)
   const float* e8m0 = nullptr;        // fp32 decode table of E8M0, or null for fp32 scales
   const DecodeTables* dec = nullptr;  // byte/word tables (E4M3FN, E5M2, HiFloat8)
 };
 
 // ---- Decodes of N codes (one fp32 vector), in element order ------------------------------
+
+// The packed 4-bit x dtypes (contract.md §ext-fp4-layout): element i in byte i / 2, even i
+// in bits 0-3. XAt is where the codes of element i start (i even for the 4-bit ones: every
+// caller steps by whole vectors of an even number of lanes).
+template <DType X>
+constexpr bool kFp4 = X == DType::Float4E2M1 || X == DType::Float4E1M2;
+template <DType X>
+HWY_INLINE const uint8_t* XAt(const uint8_t* p, std::size_t i) {
+  return p + (kFp4<X> ? i / 2 : i);
+}
+
+// 4-bit: N codes from the N / 2 bytes at p. Each byte b becomes the u16 (b & 0x0F) |
+// ((b & 0xF0) << 4), whose two bytes (little-endian lanes) are its even and odd code: the
+// codes in element order, one a byte. Then the 16-entry exact fp32 table (sign included):
+// one lane permute where a vector holds the 16 entries (AVX-512), two and a select where it
+// holds 8 (AVX2), a gather elsewhere.
+HWY_INLINE VF DecodeFp4(DF df, const uint8_t* HWY_RESTRICT p, const float* HWY_RESTRICT table) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)p;
+  return hn::Set(df, table[0]);  // never called: DequantReduceSimd sends HWY_SCALAR to the reference
+#else
+  const hn::Half<DF> dh;
+  const hn::Rebind<uint8_t, decltype(dh)> du8h;   // N / 2 bytes
+  const hn::Rebind<uint16_t, decltype(dh)> du16;  // N / 2 u16 = N bytes
+  const hn::Rebind<uint8_t, DF> du8;              // N codes
+  const hn::Rebind<int32_t, DF> di32;
+  const auto w = hn::PromoteTo(du16, hn::LoadU(du8h, p));
+  const auto pair = hn::Or(hn::And(w, hn::Set(du16, 0x000F)), hn::ShiftLeft<4>(hn::And(w, hn::Set(du16, 0x00F0))));
+  const auto idx = hn::PromoteTo(di32, hn::BitCast(du8, pair));
+  const std::size_t N = hn::Lanes(df);
+  if (N == 16) return hn::TableLookupLanes(hn::LoadU(df, table), hn::IndicesFromVec(df, idx));
+  if (N == 8) {
+    const auto low3 = hn::IndicesFromVec(df, hn::And(idx, hn::Set(di32, 7)));
+    const VF lo = hn::TableLookupLanes(hn::LoadU(df, table), low3);
+    const VF hi = hn::TableLookupLanes(hn::LoadU(df, table + 8), low3);
+    return hn::IfThenElse(hn::RebindMask(df, hn::Gt(idx, hn::Set(di32, 7))), hi, lo);
+  }
+  return hn::GatherIndex(df, table, idx);
+#endif
+}
 
 // INT8: sign-extend to i32, convert to f32.
 HWY_INLINE VF DecodeInt8(DF df, const uint8_t* HWY_RESTRICT p) {
@@ -156,6 +199,8 @@ HWY_INLINE VF Decode(DF df, const uint8_t* HWY_RESTRICT p, const float* HWY_REST
     return DecodeE4M3(df, p);
   } else if constexpr (X == DType::Float8E5M2) {
     return DecodeE5M2(df, p);
+  } else if constexpr (kFp4<X>) {
+    return DecodeFp4(df, p, table);
   } else {  // HiFloat8 (and any other 8-bit code): exact table
     return DecodeByTable(df, p, table);
   }

@@ -15,8 +15,13 @@
 // NaN is what makes every path, CPU and rank give the same bits.) Infinities and all
 // other values are the exact IEEE results.
 //
-// Any x dtype works with either scale dtype here (the operators restrict the MX mode to
-// E4M3FN/E5M2); `count` must be a multiple of the group size; pointers need no alignment.
+// Any x dtype works with either scale dtype here, the 4-bit ones of the extended contract
+// (FLOAT4_E2M1, FLOAT4_E1M2) included (the operators restrict the MX mode and the 4-bit
+// dtypes to their contract); `count` must be a multiple of the group size; pointers need no
+// alignment. 4-bit x is packed (contract.md §ext-fp4-layout): element i of source k is the
+// nibble of byte x[k][i / 2] in bits 0-3 for even i, bits 4-7 for odd i; source k holds
+// count / 2 bytes (count is even: a multiple of the group size), and decode(q) is the exact
+// fp32 value of the 4-bit code (formats::decode_table4).
 // Bad arguments (unknown dtype, nsrc < 1, null pointer, count not a multiple of G) make
 // every entry point throw std::invalid_argument naming the field and the value seen,
 // before anything is written. Each entry point checks once; the paths it runs (and the
@@ -37,11 +42,12 @@
 namespace qcoll::kernels {
 
 struct ReduceArgs {
-  DType x_dtype = DType::Int8;             // Int8, HiFloat8, Float8E4M3FN, Float8E5M2
+  DType x_dtype = DType::Int8;             // Int8, HiFloat8, Float8E4M3FN, Float8E5M2, Float4E2M1, Float4E1M2
   DType scales_dtype = DType::Float;       // Float (group 128) or Float8E8M0 (group 32)
   DType out_dtype = DType::Float;          // Float, Float16, BFloat16
   int nsrc = 0;                            // number of sources, >= 1
-  const uint8_t* const* x = nullptr;       // nsrc pointers; x[k][i] is element i of source k
+  const uint8_t* const* x = nullptr;       // nsrc pointers; x[k][i] is element i of source k (4-bit:
+                                           // the nibble i & 1 of x[k][i / 2], low nibble first)
   const uint8_t* const* scales = nullptr;  // nsrc pointers to the scale of element 0 (fp32 or E8M0 bytes)
   std::size_t count = 0;                   // elements; a multiple of the group size
   void* out = nullptr;                     // count elements of out_dtype

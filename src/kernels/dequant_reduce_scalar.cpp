@@ -17,7 +17,8 @@ void dequant_reduce_scalar(const ReduceArgs& a) {
 void detail::dequant_reduce_scalar_valid(const ReduceArgs& a) {
   if (a.count == 0) return;
   const core::KeepSubnormals keep_subnormals;
-  const float* x_table = formats::decode_table(a.x_dtype);
+  const bool fp4 = is_4bit_format(a.x_dtype);  // packed: element i is nibble i & 1 of byte i / 2
+  const float* x_table = fp4 ? formats::decode_table4(a.x_dtype) : formats::decode_table(a.x_dtype);
   const bool mx = a.scales_dtype == DType::Float8E8M0;
   const float* e8m0_table = mx ? formats::decode_table(DType::Float8E8M0) : nullptr;
   const std::size_t g = group_size(a.scales_dtype);
@@ -35,8 +36,9 @@ void detail::dequant_reduce_scalar_valid(const ReduceArgs& a) {
     for (std::size_t i = group * g; i < (group + 1) * g; ++i) {
       float acc = 0.0f;
       for (std::size_t k = 0; k < n; ++k) {
-        const float d = x_table[a.x[k][i]] * scale[k];  // one fp32 multiply
-        acc = acc + d;                                  // one fp32 add (no contraction)
+        const uint8_t code = fp4 ? formats::fp4_get(a.x[k], i) : a.x[k][i];
+        const float d = x_table[code] * scale[k];  // one fp32 multiply
+        acc = acc + d;                             // one fp32 add (no contraction)
       }
       store_sum(a.out_dtype, a.out, i, acc);
     }

@@ -3,7 +3,8 @@
 // EMU128 on x86), the best one this CPU runs is used. The kernels are in the -inl.h files
 // it includes, per target:
 //
-//   decode-inl.h          portable per-format decodes (Highway ops, every target)
+//   decode-inl.h          portable per-format decodes (Highway ops, every target; the
+//                         packed 4-bit decode DecodeFp4, used on every target)
 //   decode_avx512-inl.h   AVX-512 decoders, one per x dtype (AVX3_DL, AVX3)
 //   decode_avx2-inl.h     AVX2 decoders, one per x dtype
 //   reduce-inl.h          portable store and group loop (SSE4, SSSE3, EMU128, ...; the
@@ -11,7 +12,8 @@
 //   reduce_avx512-inl.h   AVX-512 step loop and store
 //   reduce_avx2-inl.h     AVX2 step loop and store
 //
-// This file picks the loop for the target (ReduceSteps) and instantiates it per x dtype and
+// This file picks the loop for the target (ReduceSteps; ReduceStepsFp4, the portable loop,
+// for the 4-bit x dtypes on every target) and instantiates it per x dtype and
 // output dtype; the entry points (dequant_reduce.hpp) check the arguments once and dispatch.
 // docs/kernels.md has the design and the measurements.
 
@@ -84,15 +86,37 @@ void ReduceSteps(const ReduceArgs& a, const Tables& t, float* scale) {
 #endif
 }
 
+// The packed 4-bit x dtypes, on every target: the portable group loop with DecodeFp4 (4
+// vectors per step where 4 fit in a group, else 1).
+template <DType X, DType OUT>
+void ReduceStepsFp4(const ReduceArgs& a, const Tables& t, float* scale) {
+  const DF df;
+  const std::size_t g = group_size(a.scales_dtype);
+  if (4 * hn::Lanes(df) <= g) {
+    ReduceSources<X, OUT, 4>(a, t, scale, 0, a.count / g);
+  } else {
+    ReduceSources<X, OUT, 1>(a, t, scale, 0, a.count / g);
+  }
+}
+
+template <DType X, DType OUT>
+void ReduceLoop(const ReduceArgs& a, const Tables& t, float* scale) {
+  if constexpr (kFp4<X>) {
+    ReduceStepsFp4<X, OUT>(a, t, scale);
+  } else {
+    ReduceSteps<X, OUT>(a, t, scale);
+  }
+}
+
 template <DType X>
 void ReduceOut(const ReduceArgs& a, const Tables& t, float* scale) {
   switch (a.out_dtype) {
     case DType::Float:
-      return ReduceSteps<X, DType::Float>(a, t, scale);
+      return ReduceLoop<X, DType::Float>(a, t, scale);
     case DType::Float16:
-      return ReduceSteps<X, DType::Float16>(a, t, scale);
+      return ReduceLoop<X, DType::Float16>(a, t, scale);
     default:
-      return ReduceSteps<X, DType::BFloat16>(a, t, scale);
+      return ReduceLoop<X, DType::BFloat16>(a, t, scale);
   }
 }
 
@@ -101,16 +125,18 @@ void DequantReduceSimd(const ReduceArgs& a) {
   const DF df;
   const std::size_t g = group_size(a.scales_dtype);
   if (a.count == 0) return;
-  if (hn::Lanes(df) > g || g % hn::Lanes(df) != 0) {
+  const bool fp4 = is_4bit_format(a.x_dtype);
+  if (hn::Lanes(df) > g || g % hn::Lanes(df) != 0 || (fp4 && hn::Lanes(df) < 2)) {
     // Vectors wider than a group (or not dividing it; only possible with very wide or
-    // odd-length SVE/RVV vectors): the reference path gives the same bits.
+    // odd-length SVE/RVV vectors), or one lane for a packed 4-bit x (HWY_SCALAR): the
+    // reference path gives the same bits.
     detail::dequant_reduce_scalar_valid(a);
     return;
   }
   Tables t;
-  t.x = formats::decode_table(a.x_dtype);
+  t.x = fp4 ? formats::decode_table4(a.x_dtype) : formats::decode_table(a.x_dtype);
   if (a.scales_dtype == DType::Float8E8M0) t.e8m0 = formats::decode_table(DType::Float8E8M0);
-  if (a.x_dtype != DType::Int8) t.dec = &decode_tables(a.x_dtype);
+  if (a.x_dtype != DType::Int8 && !fp4) t.dec = &decode_tables(a.x_dtype);
   float small[32];  // generic path: scales of the current group, then (E4M3FN) times 2^8
   std::vector<float> big;
   float* scale = small;
@@ -125,6 +151,10 @@ void DequantReduceSimd(const ReduceArgs& a) {
       return ReduceOut<DType::Float8E4M3FN>(a, t, scale);
     case DType::Float8E5M2:
       return ReduceOut<DType::Float8E5M2>(a, t, scale);
+    case DType::Float4E2M1:
+      return ReduceOut<DType::Float4E2M1>(a, t, scale);
+    case DType::Float4E1M2:
+      return ReduceOut<DType::Float4E1M2>(a, t, scale);
     default:
       return ReduceOut<DType::HiFloat8>(a, t, scale);
   }

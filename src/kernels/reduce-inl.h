@@ -133,7 +133,7 @@ HWY_INLINE void ReduceVector(DF df, const uint8_t* const* HWY_RESTRICT x, const 
                              const float* HWY_RESTRICT scale, std::size_t n, void* HWY_RESTRICT out, std::size_t i) {
   VF acc = hn::Zero(df);
   for (std::size_t k = 0; k < n; ++k) {
-    const VF d = hn::Mul(Decode<X>(df, x[k] + i, t.x), hn::Set(df, scale[k]));
+    const VF d = hn::Mul(Decode<X>(df, XAt<X>(x[k], i), t.x), hn::Set(df, scale[k]));
     acc = hn::Add(acc, d);
   }
   Store<OUT>(df, acc, out, i);
@@ -144,7 +144,7 @@ struct Acc4 {
   VF v0, v1, v2, v3;
 };
 
-// acc += decode(4N codes at p) * s, vector by vector. s256 = s * 2^8 (used by the folded
+// acc += decode(4N codes at p) * s, vector by vector (4-bit X: 2N bytes at p). s256 = s * 2^8 (used by the folded
 // E4M3FN decode where `folded_ok`, the group's scales * 2^8 being exact).
 template <DType X>
 HWY_INLINE void Accumulate4(DF df, const uint8_t* HWY_RESTRICT p, const Tables& t, VF s, float s256, bool folded_ok,
@@ -187,9 +187,9 @@ HWY_INLINE void Accumulate4(DF df, const uint8_t* HWY_RESTRICT p, const Tables& 
     (void)s256, (void)folded_ok;
   }
   acc.v0 = hn::Add(acc.v0, hn::Mul(Decode<X>(df, p, t.x), s));
-  acc.v1 = hn::Add(acc.v1, hn::Mul(Decode<X>(df, p + N, t.x), s));
-  acc.v2 = hn::Add(acc.v2, hn::Mul(Decode<X>(df, p + 2 * N, t.x), s));
-  acc.v3 = hn::Add(acc.v3, hn::Mul(Decode<X>(df, p + 3 * N, t.x), s));
+  acc.v1 = hn::Add(acc.v1, hn::Mul(Decode<X>(df, XAt<X>(p, N), t.x), s));
+  acc.v2 = hn::Add(acc.v2, hn::Mul(Decode<X>(df, XAt<X>(p, 2 * N), t.x), s));
+  acc.v3 = hn::Add(acc.v3, hn::Mul(Decode<X>(df, XAt<X>(p, 3 * N), t.x), s));
 }
 
 // The four vectors of a step at element i (bf16: two vectors per store).
@@ -210,7 +210,8 @@ HWY_INLINE void Store4(DF df, const Acc4& acc, void* HWY_RESTRICT out, std::size
 }
 
 // Groups [group_begin, group_end) of sources 0..n-1 (n = kN if kN > 0, else a.nsrc), kV
-// vectors per step (1 or 4; with 4 a step stays inside one group). Per lane: acc = 0;
+// vectors per step (1 or 4; with 4 a step stays inside one group); x advances by XAt (half
+// the elements for the packed 4-bit dtypes). Per lane: acc = 0;
 // acc = acc + (decode * scale), k = 0..n-1.
 template <DType X, DType OUT, int kN, int kV>
 HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_RESTRICT scale, std::size_t group_begin,
@@ -231,7 +232,7 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
         Acc4 acc{hn::Zero(df), hn::Zero(df), hn::Zero(df), hn::Zero(df)};
         for (std::size_t k = 0; k < n; ++k) {
           const float s256 = kE4M3Folded<X> ? scale[n + k] : 0.0f;
-          Accumulate4<X>(df, x[k] + i, t, hn::Set(df, scale[k]), s256, folded_ok, acc);
+          Accumulate4<X>(df, XAt<X>(x[k], i), t, hn::Set(df, scale[k]), s256, folded_ok, acc);
         }
         Store4<OUT>(df, acc, out, i);
       }

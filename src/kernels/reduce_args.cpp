@@ -12,8 +12,10 @@ std::size_t group_size(DType scales_dtype) { return contract::scale_group(scales
 std::string check_reduce_args(const ReduceArgs& a) {
   using contract::dtype_list;
   using contract::dtype_text;
-  if (!contract::is_x_dtype(a.x_dtype))
-    return "x_dtype: must be " + dtype_list(contract::kXDtypes) + ", got " + dtype_text(a.x_dtype);
+  // The kernels take every x dtype of either contract (the operators restrict them to the
+  // caller's contract); the 4-bit ones packed (dequant_reduce.hpp).
+  if (!contract::x_dtype_allowed(a.x_dtype, contract::Contract::Extended))
+    return "x_dtype: must be " + dtype_list(contract::kExtendedXDtypes) + ", got " + dtype_text(a.x_dtype);
   if (!contract::is_scales_dtype(a.scales_dtype))
     return "scales_dtype: must be " + dtype_list(contract::kScalesDtypes) + ", got " + dtype_text(a.scales_dtype);
   if (!contract::is_out_dtype(a.out_dtype))

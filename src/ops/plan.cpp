@@ -99,7 +99,8 @@ Status make_plan(const OpRequest& req, CallPlan* plan) {
                                .scales_dtype = vc.scales_dtype,
                                .hif8_target = vc.hif8_target,
                                .H = vc.H,
-                               .threads = p.threads};
+                               .threads = p.threads,
+                               .contract = vc.contract};
   *plan = std::move(p);
   return Status::Ok();
 }

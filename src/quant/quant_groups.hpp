@@ -42,6 +42,10 @@ inline uint8_t encode_int8_sym(float r) {
 inline uint8_t encode_e4m3_sat(float r) { return formats::encode_float8_e4m3fn(r, formats::Saturation::Saturating); }
 inline uint8_t encode_e5m2_sat(float r) { return formats::encode_float8_e5m2(r, formats::Saturation::Saturating); }
 inline uint8_t encode_hif8_sat(float r) { return formats::encode_hifloat8(r, formats::Saturation::Saturating); }
+// The 4-bit encoders are saturating by definition (contract.md §ext-fp4-encode): one code
+// in the low 4 bits, NaN -> 0.
+inline uint8_t encode_e2m1_sat(float r) { return formats::encode_float4_e2m1(r); }
+inline uint8_t encode_e1m2_sat(float r) { return formats::encode_float4_e1m2(r); }
 
 using ElementEncoder = uint8_t (*)(float);
 
@@ -71,11 +75,13 @@ inline int floor_log2(float a) {
 
 // One MX block of 32 (OCP MX v1.0): shared_exp = floor(log2(amax)) - emax_elem, clamped to
 // [-127, 127] (all-zero block: -127); q = encode(v / 2^shared_exp); returns the E8M0 byte.
-// For a finite amax, shared_exp <= 127 - 8 = 119, so 2^-shared_exp lies in [2^-119, 2^127]:
-// a normal fp32 power of two. Multiplying by it equals dividing by 2^shared_exp exactly
-// (both are one correctly rounded operation on the same real quotient); a result that
-// underflows into the fp32 subnormal range is below 2^-126, far under half the smallest
-// element subnormal (2^-10 E4M3, 2^-17 E5M2), so it encodes to zero either way.
+// For a finite amax, shared_exp <= 127 - emax_elem (119 E4M3, 125 E2M1, 127 E1M2), so
+// 2^-shared_exp lies in [2^-127, 2^127]: an fp32 power of two (normal, but for E1M2's
+// shared_exp 127: the subnormal 2^-127, still exact). Multiplying by it equals dividing by
+// 2^shared_exp exactly (both are one correctly rounded operation on the same real
+// quotient); a result that underflows into the fp32 subnormal range is below 2^-126, far
+// under half the smallest element subnormal (2^-10 E4M3, 2^-17 E5M2, 2^-2 E2M1, 2^-3
+// E1M2), so it encodes to (signed) zero either way.
 template <ElementEncoder Encode, int EmaxElem>
 inline uint8_t quantize_mx_block(const float* v, uint8_t* q) {
   using E8M0 = Traits<DType::Float8E8M0>;
@@ -88,6 +94,27 @@ inline uint8_t quantize_mx_block(const float* v, uint8_t* q) {
   for (std::size_t i = 0; i < kMxGroup; ++i) q[i] = Encode(v[i] * inv_scale);
   return static_cast<uint8_t>(shared_exp + E8M0::kExponentBias);
 }
+
+// Where a kernel's codes go: 8-bit codes straight into the output (one a byte); 4-bit ones
+// into a group-sized buffer first, then packed into the output (two a byte, the even
+// element in bits 0-3: contract.md §ext-fp4-layout). codes(first) is where the group of
+// elements [first, first + n) writes its n codes; done(first, n) stores them.
+template <bool Packed>
+struct CodeSink {
+  explicit CodeSink(uint8_t* q) : q(q) {}
+  uint8_t* q;
+  uint8_t* codes(std::size_t first) { return q + first; }
+  void done(std::size_t /*first*/, std::size_t /*n*/) {}
+};
+
+template <>
+struct CodeSink<true> {
+  explicit CodeSink(uint8_t* q) : q(q) {}
+  uint8_t* q;
+  uint8_t buf[kKgGroup] = {};
+  uint8_t* codes(std::size_t /*first*/) { return buf; }
+  void done(std::size_t first, std::size_t n) { formats::pack_fp4(buf, n, q + first / 2); }  // first even
+};
 
 // Source adapters by input dtype: fp32 rows are used in place; bf16 and fp16 rows (their
 // bits) are decoded exactly, one group at a time, into a small buffer.

@@ -21,7 +21,8 @@
 // raw max is Inf or NaN takes the exact finite-only max and the general encoder; the
 // others, with a normal scale, the encoder without the NaN and saturation steps (see
 // EncodeRange in formats/encode-inl.h). MX reduces the maxima of N blocks at once (a
-// ConcatEven/ConcatOdd tree). Codes are packed four vectors to one store.
+// ConcatEven/ConcatOdd tree). Codes are packed four vectors to one store (4-bit codes:
+// eight vectors, pairs of lanes packed into one byte first: PackNibblePairs).
 // Needs round-to-nearest and no denormals-are-zero (see formats/encode-inl.h). Vectors must
 // divide the MX block (32 lanes at most); the caller checks.
 
@@ -204,18 +205,49 @@ HWY_INLINE void StoreCodes4(DF df, CodeVec<DF> a, CodeVec<DF> b, CodeVec<DF> c, 
   StoreCodes(df, d, q + 3 * N);
 }
 
-// Codes of elements [first, first + n) (n a multiple of 4N) scaled by `op` (v -> r).
+// The 4-bit x formats (E2M1, E1M2) write packed codes, two a byte (contract.md
+// §ext-fp4-layout): element e's code is in byte CodeOffset<X>(e) = e / 2 (e even).
+template <DType X>
+inline constexpr bool kPacked = formats::Traits<X>::kBits == 4;
+template <DType X>
+constexpr std::size_t CodeOffset(std::size_t elements) {
+  return kPacked<X> ? elements / 2 : elements;
+}
+// Vectors of codes per store of 4N bytes: 4 (8-bit) or 8 (4-bit).
+template <DType X>
+inline constexpr std::size_t kVecsPerStore = kPacked<X> ? 8 : 4;
+
+// Four vectors of codes, elements [0, 4N), to their bytes at q; for the 4-bit formats
+// the next four, elements [4N, 8N), too, all eight packed into 4N bytes.
+template <DType X, class DF>
+HWY_INLINE void StoreCodeVecs(DF df, CodeVec<DF> c0, CodeVec<DF> c1, CodeVec<DF> c2, CodeVec<DF> c3,
+                              uint8_t* HWY_RESTRICT q) {
+  static_assert(!kPacked<X>);
+  StoreCodes4(df, c0, c1, c2, c3, q);
+}
+template <DType X, class DF>
+HWY_INLINE void StoreCodeVecs(DF df, CodeVec<DF> c0, CodeVec<DF> c1, CodeVec<DF> c2, CodeVec<DF> c3, CodeVec<DF> c4,
+                              CodeVec<DF> c5, CodeVec<DF> c6, CodeVec<DF> c7, uint8_t* HWY_RESTRICT q) {
+  static_assert(kPacked<X>);
+  const hn::RebindToUnsigned<DF> du;
+  StoreCodes4(df, fh::PackNibblePairs(du, c0, c1), fh::PackNibblePairs(du, c2, c3), fh::PackNibblePairs(du, c4, c5),
+              fh::PackNibblePairs(du, c6, c7), q);
+}
+
+// Codes of elements [first, first + n) (n a multiple of kVecsPerStore<X> * N) scaled by `op`
+// (v, offset in the span -> r), stored from q (CodeOffset<X>(offset) for each element).
 template <DType In, DType X, EncodeRange R, class DF, class Op>
 HWY_INLINE void EncodeSpan(DF df, const void* HWY_RESTRICT x, std::size_t first, std::size_t n, uint8_t* HWY_RESTRICT q,
                            Op op) {
   const std::size_t N = hn::Lanes(df);
-  for (std::size_t i = 0; i < n; i += 4 * N) {
-    const std::size_t e = first + i;
-    const auto c0 = fh::EncodeSat<X, R>(df, op(LoadF32<In>(df, x, e), i));
-    const auto c1 = fh::EncodeSat<X, R>(df, op(LoadF32<In>(df, x, e + N), i + N));
-    const auto c2 = fh::EncodeSat<X, R>(df, op(LoadF32<In>(df, x, e + 2 * N), i + 2 * N));
-    const auto c3 = fh::EncodeSat<X, R>(df, op(LoadF32<In>(df, x, e + 3 * N), i + 3 * N));
-    StoreCodes4(df, c0, c1, c2, c3, q + i);
+  const auto enc = [&](std::size_t i) { return fh::EncodeSat<X, R>(df, op(LoadF32<In>(df, x, first + i), i)); };
+  for (std::size_t i = 0; i < n; i += kVecsPerStore<X> * N) {
+    if constexpr (kPacked<X>) {
+      StoreCodeVecs<X>(df, enc(i), enc(i + N), enc(i + 2 * N), enc(i + 3 * N), enc(i + 4 * N), enc(i + 5 * N),
+                       enc(i + 6 * N), enc(i + 7 * N), q + CodeOffset<X>(i));
+    } else {
+      StoreCodeVecs<X>(df, enc(i), enc(i + N), enc(i + 2 * N), enc(i + 3 * N), q + i);
+    }
   }
 }
 
@@ -224,6 +256,26 @@ HWY_INLINE void EncodeSpan(DF df, const void* HWY_RESTRICT x, std::size_t first,
 // |v / s| * 2^-24 for y = RN(1/s)). The rare vectors with a lane near a rounding boundary
 // (EncodeSatNearTie) are done again with the division. Division is the slowest operation
 // of the quantizer; this leaves it for about 1 vector in 10^3.
+// Codes of the 4N elements from e by the reciprocal (see EncodeKgByReciprocal).
+template <DType In, DType X, class DF>
+HWY_INLINE void EncodeByReciprocal4(DF df, const void* HWY_RESTRICT x, std::size_t e, hn::Vec<DF> s, hn::Vec<DF> y,
+                                    CodeVec<DF>& c0, CodeVec<DF>& c1, CodeVec<DF>& c2, CodeVec<DF>& c3) {
+  const std::size_t N = hn::Lanes(df);
+  const auto v0 = LoadF32<In>(df, x, e), v1 = LoadF32<In>(df, x, e + N);
+  const auto v2 = LoadF32<In>(df, x, e + 2 * N), v3 = LoadF32<In>(df, x, e + 3 * N);
+  hn::Mask<DF> n0, n1, n2, n3;
+  c0 = fh::EncodeSatNearTie<X>(df, hn::Mul(v0, y), n0);
+  c1 = fh::EncodeSatNearTie<X>(df, hn::Mul(v1, y), n1);
+  c2 = fh::EncodeSatNearTie<X>(df, hn::Mul(v2, y), n2);
+  c3 = fh::EncodeSatNearTie<X>(df, hn::Mul(v3, y), n3);
+  if (HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(hn::Or(n0, n1), hn::Or(n2, n3))))) {
+    c0 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v0, s));
+    c1 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v1, s));
+    c2 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v2, s));
+    c3 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v3, s));
+  }
+}
+
 template <DType In, DType X, class DF>
 HWY_INLINE void EncodeKgByReciprocal(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
                                      float scale, float recip) {
@@ -231,27 +283,21 @@ HWY_INLINE void EncodeKgByReciprocal(DF df, const void* HWY_RESTRICT x, std::siz
   const std::size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, scale);
   const auto y = hn::Set(df, recip);
-  for (std::size_t i = 0; i < G; i += 4 * N) {
-    const std::size_t e = first + i;
-    const auto v0 = LoadF32<In>(df, x, e), v1 = LoadF32<In>(df, x, e + N);
-    const auto v2 = LoadF32<In>(df, x, e + 2 * N), v3 = LoadF32<In>(df, x, e + 3 * N);
-    hn::Mask<DF> n0, n1, n2, n3;
-    auto c0 = fh::EncodeSatNearTie<X>(df, hn::Mul(v0, y), n0);
-    auto c1 = fh::EncodeSatNearTie<X>(df, hn::Mul(v1, y), n1);
-    auto c2 = fh::EncodeSatNearTie<X>(df, hn::Mul(v2, y), n2);
-    auto c3 = fh::EncodeSatNearTie<X>(df, hn::Mul(v3, y), n3);
-    if (HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(hn::Or(n0, n1), hn::Or(n2, n3))))) {
-      c0 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v0, s));
-      c1 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v1, s));
-      c2 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v2, s));
-      c3 = fh::EncodeSat<X, EncodeRange::kNoOverflow>(df, hn::Div(v3, s));
+  for (std::size_t i = 0; i < G; i += kVecsPerStore<X> * N) {
+    CodeVec<DF> c0, c1, c2, c3;
+    EncodeByReciprocal4<In, X>(df, x, first + i, s, y, c0, c1, c2, c3);
+    if constexpr (kPacked<X>) {
+      CodeVec<DF> c4, c5, c6, c7;
+      EncodeByReciprocal4<In, X>(df, x, first + i + 4 * N, s, y, c4, c5, c6, c7);
+      StoreCodeVecs<X>(df, c0, c1, c2, c3, c4, c5, c6, c7, q + CodeOffset<X>(i));
+    } else {
+      StoreCodeVecs<X>(df, c0, c1, c2, c3, q + i);
     }
-    StoreCodes4(df, c0, c1, c2, c3, q + i);
   }
 }
 
 // The codes of one KG group whose scale is known. finite: the group has no NaN or Inf;
-// recip: RN(1 / scale), used when scale and recip are normal (INT8, E4M3FN, E5M2).
+// recip: RN(1 / scale), used when scale and recip are normal (INT8, E4M3FN, E5M2, E2M1, E1M2).
 template <DType In, DType X, class DF>
 HWY_INLINE void EncodeKgGroup(DF df, const void* HWY_RESTRICT x, std::size_t first, uint8_t* HWY_RESTRICT q,
                               float scale, float recip, bool finite) {
@@ -320,7 +366,8 @@ HWY_INLINE void QuantizeKgBatch(DF df, const void* HWY_RESTRICT x, std::size_t f
   const hn::RebindToSigned<DF> di;
   const auto amax_bits = hn::BitCast(di, BatchRawMaxF32Bits<In>(df, x, first, G));
   if (!hn::AllTrue(di, hn::Lt(amax_bits, hn::Set(di, static_cast<int32_t>(kF32InfBits))))) {
-    for (std::size_t b = 0; b < N; ++b) scales[b] = QuantizeKgGroup<In, X>(df, x, first + b * G, q + b * G, target);
+    for (std::size_t b = 0; b < N; ++b)
+      scales[b] = QuantizeKgGroup<In, X>(df, x, first + b * G, q + CodeOffset<X>(b * G), target);
     return;
   }
   const auto scale = hn::Div(hn::BitCast(df, amax_bits), hn::Set(df, target));
@@ -329,7 +376,8 @@ HWY_INLINE void QuantizeKgBatch(DF df, const void* HWY_RESTRICT x, std::size_t f
   alignas(64) float rc[N];
   hn::Store(scale, df, sc);
   hn::Store(hn::Div(hn::Set(df, 1.0f), scale), df, rc);
-  for (std::size_t b = 0; b < N; ++b) EncodeKgGroup<In, X>(df, x, first + b * G, q + b * G, sc[b], rc[b], true);
+  for (std::size_t b = 0; b < N; ++b)
+    EncodeKgGroup<In, X>(df, x, first + b * G, q + CodeOffset<X>(b * G), sc[b], rc[b], true);
 }
 #endif
 
@@ -343,10 +391,14 @@ HWY_INLINE hn::Vec<DI> MxSharedExp(DI di, hn::Vec<DI> amax_bits) {
   return hn::Max(hn::Sub(hn::ShiftRight<23>(amax_bits), hn::Set(di, 127 + kMxEmax<X>)), hn::Set(di, -127));
 }
 
-// 2^-shared_exp, shared_exp in [-127, 127 - emax]: a normal fp32 power of two.
-template <class DI>
+// 2^-shared_exp, shared_exp in [-127, 127 - emax]: an fp32 power of two, normal but for
+// E1M2's (emax 0) shared_exp 127: the subnormal 2^-127 (bits 0x00400000; the field formula
+// would give 0).
+template <DType X, class DI>
 HWY_INLINE hn::Vec<DI> MxInvScaleBits(DI di, hn::Vec<DI> shared_exp) {
-  return hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 127), shared_exp));
+  const auto normal = hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 127), shared_exp));
+  if constexpr (kMxEmax<X> > 0) return normal;
+  return hn::IfThenElse(hn::Eq(shared_exp, hn::Set(di, 127)), hn::Set(di, 0x00400000), normal);
 }
 
 // One MX block, on its own (tails and blocks with non-finite elements).
@@ -356,10 +408,13 @@ HWY_INLINE uint8_t QuantizeMxBlock(DF df, const void* HWY_RESTRICT x, std::size_
   const hn::RebindToSigned<DF> di;
   const std::size_t N = hn::Lanes(df);
   const auto shared_exp = MxSharedExp<X>(di, hn::BitCast(di, FiniteAmaxBits<In>(df, x, first, G)));
-  const auto inv_scale = hn::BitCast(df, MxInvScaleBits(di, shared_exp));
-  for (std::size_t i = 0; i < G; i += N) {
-    const auto r = hn::Mul(LoadF32<In>(df, x, first + i), inv_scale);
-    StoreCodes(df, fh::EncodeSat<X>(df, r), q + i);
+  const auto inv_scale = hn::BitCast(df, MxInvScaleBits<X>(di, shared_exp));
+  const auto enc = [&](std::size_t i) { return fh::EncodeSat<X>(df, hn::Mul(LoadF32<In>(df, x, first + i), inv_scale)); };
+  if constexpr (kPacked<X>) {  // 2N <= 32: the caller's check
+    const hn::RebindToUnsigned<DF> du;
+    for (std::size_t i = 0; i < G; i += 2 * N) StoreCodes(df, fh::PackNibblePairs(du, enc(i), enc(i + N)), q + i / 2);
+  } else {
+    for (std::size_t i = 0; i < G; i += N) StoreCodes(df, enc(i), q + i);
   }
   return static_cast<uint8_t>(hn::GetLane(shared_exp) + 127);
 }
@@ -375,13 +430,13 @@ HWY_INLINE void QuantizeMxBatch(DF df, const void* HWY_RESTRICT x, std::size_t f
   const hn::RebindToSigned<DF> di;
   const auto amax_bits = hn::BitCast(di, BatchRawMaxF32Bits<In>(df, x, first, G));
   if (!hn::AllTrue(di, hn::Lt(amax_bits, hn::Set(di, static_cast<int32_t>(kF32InfBits))))) {
-    for (std::size_t b = 0; b < N; ++b) scales[b] = QuantizeMxBlock<In, X>(df, x, first + b * G, q + b * G);
+    for (std::size_t b = 0; b < N; ++b) scales[b] = QuantizeMxBlock<In, X>(df, x, first + b * G, q + CodeOffset<X>(b * G));
     return;
   }
   const auto shared_exp = MxSharedExp<X>(di, amax_bits);
   StoreCodes(df, hn::BitCast(du, hn::Add(shared_exp, hn::Set(di, 127))), scales);
   alignas(64) float inv[N];
-  hn::Store(hn::BitCast(df, MxInvScaleBits(di, shared_exp)), df, inv);
+  hn::Store(hn::BitCast(df, MxInvScaleBits<X>(di, shared_exp)), df, inv);
   EncodeSpan<In, X, EncodeRange::kNoNaN>(
       df, x, first, G * N, q, [&](hn::Vec<DF> v, std::size_t i) { return hn::Mul(v, hn::Set(df, inv[i / G])); });
 }
@@ -396,9 +451,11 @@ HWY_NOINLINE void QuantizeKgRows(const detail::QuantJob& job) {
   std::size_t g = 0;
 #if !HWY_HAVE_SCALABLE
   const std::size_t N = hn::Lanes(df);
-  for (; (g + N) * G <= count; g += N) QuantizeKgBatch<In, X>(df, job.x, g * G, job.q + g * G, scales + g, job.target);
+  for (; (g + N) * G <= count; g += N)
+    QuantizeKgBatch<In, X>(df, job.x, g * G, job.q + CodeOffset<X>(g * G), scales + g, job.target);
 #endif
-  for (; g * G < count; ++g) scales[g] = QuantizeKgGroup<In, X>(df, job.x, g * G, job.q + g * G, job.target);
+  for (; g * G < count; ++g)
+    scales[g] = QuantizeKgGroup<In, X>(df, job.x, g * G, job.q + CodeOffset<X>(g * G), job.target);
 }
 
 template <DType In, DType X>
@@ -410,17 +467,19 @@ HWY_NOINLINE void QuantizeMxRows(const detail::QuantJob& job) {
   std::size_t b = 0;
 #if !HWY_HAVE_SCALABLE
   const std::size_t N = hn::Lanes(df);
-  for (; (b + N) * G <= count; b += N) QuantizeMxBatch<In, X>(df, job.x, b * G, job.q + b * G, scales + b);
+  for (; (b + N) * G <= count; b += N)
+    QuantizeMxBatch<In, X>(df, job.x, b * G, job.q + CodeOffset<X>(b * G), scales + b);
 #endif
-  for (; b * G < count; ++b) scales[b] = QuantizeMxBlock<In, X>(df, job.x, b * G, job.q + b * G);
+  for (; b * G < count; ++b) scales[b] = QuantizeMxBlock<In, X>(df, job.x, b * G, job.q + CodeOffset<X>(b * G));
 }
 
-// Every group of `job` (checked arguments; vectors of at most 32 lanes dividing 32).
+// Every group of `job` (checked arguments; vectors of at most 32 lanes dividing 32, at most
+// 16 for the 4-bit formats).
 template <DType In, DType X>
 HWY_INLINE void QuantizeRows(const detail::QuantJob& job) {
   if (job.scales_dtype == DType::Float) {
     QuantizeKgRows<In, X>(job);
-  } else if constexpr (X == DType::Float8E4M3FN || X == DType::Float8E5M2) {
+  } else if constexpr (X == DType::Float8E4M3FN || X == DType::Float8E5M2 || kPacked<X>) {
     QuantizeMxRows<In, X>(job);
   }
 }

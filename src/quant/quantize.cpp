@@ -43,7 +43,7 @@ QuantJob rows_of(const QuantJob& job, std::size_t first, std::size_t count) {
   const std::size_t scale_bytes = job.scales_dtype == DType::Float ? 4 : 1;
   const std::size_t elem = first * job.H;
   sub.x = static_cast<const uint8_t*>(job.x) + elem * in_bytes;
-  sub.q = job.q + elem;
+  sub.q = job.q + contract::x_data_bytes(job.x_dtype, first, job.H);  // 4-bit: packed, H/2 a row
   sub.scales = static_cast<uint8_t*>(job.scales) + elem / group * scale_bytes;
   sub.rows = count;
   return sub;
@@ -113,7 +113,7 @@ Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_
     return Status::Error(StatusCode::ParamInvalid, "in_dtype: must be " + contract::dtype_list(kInDtypes) + ", got " +
                                                        contract::dtype_text(in_dtype));
   const float target = scales_dtype == DType::Float ? opt.hif8_target : 0.0f;
-  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, q, scales, target, opt.threads);
+  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, q, scales, target, opt.threads, opt.contract);
   if (!st.ok()) return st;
   detail::run_quantize(detail::make_job(in_dtype, x, rows, H, x_dtype, scales_dtype, q, scales, opt), opt.threads);
   return Status::Ok();

@@ -34,10 +34,11 @@ struct QuantJob {
   const void* x = nullptr;        // rows * H input elements
   std::size_t rows = 0;
   std::size_t H = 0;                  // a multiple of the group (128 KG, 64 MX)
-  DType x_dtype = DType::Int8;        // KG: Int8, HiFloat8, Float8E4M3FN, Float8E5M2; MX: the fp8s
+  DType x_dtype = DType::Int8;        // KG: Int8, HiFloat8, Float8E4M3FN, Float8E5M2; MX: the fp8s;
+                                      // both: Float4E2M1, Float4E1M2 (the call's contract checked)
   DType scales_dtype = DType::Float;  // Float: KG (group 128), Float8E8M0: MX (group 32)
   float target = 0.0f;                // KG: scale = amax / target (HiF8 default resolved)
-  uint8_t* q = nullptr;               // rows * H codes
+  uint8_t* q = nullptr;               // rows * H codes: a byte each, 4-bit two a byte (packed)
   void* scales = nullptr;             // rows * H / 128 floats (KG) or rows * H / 32 bytes (MX)
 };
 
@@ -75,8 +76,9 @@ namespace qcoll::quant {
 // The quantizer entry point: `rows` rows of H elements of in_dtype (Float, BFloat16 or
 // Float16: fp32 values or the bits of bf16 / fp16 ones) at x into rows*H codes of x_dtype at q
 // and their scales (scales_dtype Float: KG, group 128, fp32; Float8E8M0: MX, group 32, E8M0
-// bytes). Checks the call once (in_dtype, then check_quantize_args with opt's target, used
-// for KG only, and threads) and returns its Status (PARAM_NULLPTR / PARAM_INVALID naming the
+// bytes; 4-bit x packed, rows*H/2 bytes). Checks the call once (in_dtype, then
+// check_quantize_args with opt's target, used for KG only, threads and contract: a 4-bit x
+// dtype needs the extended contract) and returns its Status (PARAM_NULLPTR / PARAM_INVALID naming the
 // parameter, the value seen and the rule; nothing written), else runs it. rows == 0 writes
 // nothing.
 Status quantize_rows(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype, DType scales_dtype,

@@ -1,6 +1,7 @@
 // Highway runtime dispatch of the SIMD quantizers (quantize-inl.h): one copy of the
 // quantizers per instruction set Highway compiles in, the best one this CPU runs is used.
-// HWY_SCALAR (and vectors that do not divide the MX block) run the reference.
+// HWY_SCALAR (and vectors that do not divide the MX block, or too wide for the 4-bit stores)
+// run the reference.
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ void QuantizeInput(const detail::QuantJob& job) {
       return QuantizeRows<In, DType::Float8E4M3FN>(job);
     case DType::Float8E5M2:
       return QuantizeRows<In, DType::Float8E5M2>(job);
+    case DType::Float4E2M1:
+      return QuantizeRows<In, DType::Float4E2M1>(job);
+    case DType::Float4E1M2:
+      return QuantizeRows<In, DType::Float4E1M2>(job);
     default:
       return QuantizeRows<In, DType::HiFloat8>(job);
   }
@@ -40,7 +45,11 @@ void QuantizeSimd(const detail::QuantJob& job) {
   detail::quantize_scalar(job);
 #else
   const hn::ScalableTag<float> df;
-  if (hn::Lanes(df) > contract::kMxGroup || contract::kMxGroup % hn::Lanes(df) != 0) {
+  // The 4-bit formats store eight vectors' codes at once (a KG group of 128 holds them) and
+  // pack pairs of vectors (an MX block of 32 holds two).
+  const std::size_t vecs = is_4bit_format(job.x_dtype) ? 8 : 1;
+  if (hn::Lanes(df) > contract::kMxGroup || contract::kMxGroup % hn::Lanes(df) != 0 ||
+      vecs * hn::Lanes(df) > contract::kKgGroup) {
     detail::quantize_scalar(job);  // only possible with very wide or odd SVE/RVV vectors
     return;
   }

@@ -19,14 +19,15 @@ namespace {
 Status quantize_tensor(DType in_dtype, const void* x, std::size_t rows, std::size_t H, DType x_dtype,
                        DType scales_dtype, QuantizedTensor& out, const KgOptions& opt) {
   // q and scales are ours; pass x itself where a non-null pointer is needed for them.
-  Status st = check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target, opt.threads);
+  Status st =
+      check_quantize_args(x, rows, H, x_dtype, scales_dtype, x, x, opt.hif8_target, opt.threads, opt.contract);
   if (!st.ok()) return st;
   QuantizedTensor t;
   t.x_dtype = x_dtype;
   t.scales_dtype = scales_dtype;
   t.rows = rows;
   t.H = H;
-  t.q.resize(rows * H);
+  t.q.resize(contract::x_data_bytes(x_dtype, rows, H));
   const std::size_t nscales = contract::scales_count(scales_dtype, rows, H);
   const bool kg = scales_dtype == DType::Float;
   t.kg_scales.resize(kg ? nscales : 0);
