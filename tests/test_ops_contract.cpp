@@ -216,11 +216,12 @@ TEST(OpsContract, FusedConfigTakesFp4OnlyUnderExtended) {
       {
         ContractScope scope(Contract::Vendor);
         fused_phase_one(t, sdt, st, msg);
-        const std::string want = sdt == QCOLL_DT_FLOAT
-                                     ? "config.xDtype: KG (float scales) takes " + kVendorX + ", got " + fp4_name(t)
-                                     : "config.xDtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, "
-                                       "got " +
-                                           fp4_name(t);
+        // The quantizers' vendor message (contract::check_quant_config), with its hint.
+        const std::string want =
+            (sdt == QCOLL_DT_FLOAT ? "config.xDtype: KG (float scales) takes " + kVendorX + ", got "
+                                   : "config.xDtype: MX (float8_e8m0 scales) takes float8_e4m3fn or float8_e5m2, "
+                                     "got ") +
+            fp4_name(t) + "; " + fp4_name(t) + " needs QCOLL_CONTRACT=extended";
         for (int r = 0; r < 2; ++r) {
           EXPECT_EQ(st[r], QCOLL_PARAM_INVALID);
           EXPECT_EQ(msg[r], want);

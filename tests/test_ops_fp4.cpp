@@ -4,7 +4,8 @@
 // codes a byte (the even flat index in bits 0-3, §ext-fp4-layout), each code's value from the
 // value lists alone (tests/fp4_oracle.hpp), `fp32(value) · fp32(scale)`, the fp32 sum in rank
 // order 0..n-1 from +0, the output casts of tests/oracle.hpp (§ext-fp4-dequantize).
-// QuantAllReduce: every rank's output is bit-identical.
+// QuantAllReduce: every rank's output is bit-identical. Then the fused operators with the
+// 4-bit modes against quantize-then-operate.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "fp4_oracle.hpp"
+#include "fused_check.hpp"
+#include "ops/executor.hpp"
 #include "ops_harness.hpp"
 #include "oracle.hpp"
 #include "qcoll/qcoll.hpp"
@@ -168,6 +171,51 @@ INSTANTIATE_TEST_SUITE_P(AllCombos, OpsFp4, ::testing::Combine(::testing::Range(
                            return combo_name(kCombos[std::get<0>(info.param)]) + "_n" +
                                   std::to_string(std::get<1>(info.param));
                          });
+
+// The fused operators with the 4-bit modes (kg-e2m1, kg-e1m2, mx-e2m1, mx-e1m2): the bits of
+// the public quantizer followed by the quantized operator (tests/fused_check.hpp), whose
+// bits the test above pins; every input and output dtype, both operators, 2-D and 3-D, whole
+// chunks and one-row chunks.
+void check_fused_fp4(int n, std::size_t chunk_rows) {
+  ExtendedContract extended;
+  qcoll::ops::testing::set_fused_chunk_rows_for_test(chunk_rows);
+  harness::Group g(n);
+  uint32_t seed = 1;
+  std::vector<fused::Case> cases;
+  for (const fused::Mode& m : qcoll::contract::quant_modes(qcoll::settings::Contract::Extended)) {
+    if (!qcoll::is_4bit_format(m.x)) continue;
+    for (DType in : fused::kInputs)
+      for (DType out : fused::kOutputs)
+        for (bool ar : {false, true})
+          for (int nd : {2, 3}) {
+            fused::Case c;
+            c.mode = m;
+            c.in = in;
+            c.out = out;
+            c.all_reduce = ar;
+            c.shape = nd == 2 ? std::vector<int64_t>{3 * n, 1024} : std::vector<int64_t>{3, n, 2048};
+            c.seed = seed++;
+            cases.push_back(c);
+          }
+  }
+  ASSERT_EQ(cases.size(), 4u * 3 * 3 * 2 * 2);
+  std::vector<std::vector<std::string>> errors(n);
+  g.run([&](int r) {
+    for (const fused::Case& c : cases) {
+      std::string e = fused::check_fused_rank(c, g.name(), r, n);
+      if (!e.empty()) errors[r].push_back(e);
+    }
+  });
+  qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(errors[r].empty()) << errors[r].size() << " failures on rank " << r << ", first: " << errors[r][0];
+  }
+}
+
+TEST(OpsFp4Fused, Threads2) { check_fused_fp4(2, 0); }
+TEST(OpsFp4Fused, Threads4) { check_fused_fp4(4, 0); }
+TEST(OpsFp4Fused, Threads8) { check_fused_fp4(8, 0); }
+TEST(OpsFp4Fused, Threads4OneRowChunks) { check_fused_fp4(4, 1); }
 
 // The reference's reading of the layout: code i of the bytes {0x21, 0x43} is i + 1.
 TEST(OpsFp4Reference, EvenElementsInTheLowNibble) {
