@@ -58,18 +58,24 @@ void setup() {
   (void)done;
 }
 
-const int32_t kDtypes[] = {ACL_FLOAT,    ACL_FLOAT16,     ACL_INT8,          ACL_UINT8,      ACL_BF16,
-                           ACL_HIFLOAT8, ACL_FLOAT8_E5M2, ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E8M0};
+const int32_t kDtypes[] = {ACL_FLOAT,       ACL_FLOAT16,     ACL_INT8,        ACL_UINT8,
+                           ACL_BF16,        ACL_HIFLOAT8,    ACL_FLOAT8_E5M2, ACL_FLOAT8_E4M3FN,
+                           ACL_FLOAT8_E8M0, ACL_FLOAT4_E2M1, ACL_FLOAT4_E1M2};
+constexpr int kLastDtype = static_cast<int>(sizeof kDtypes / sizeof kDtypes[0]) - 1;
 
-std::size_t elem_bytes(int32_t dt) {
+// Bits per element: the 4-bit formats are packed, two elements a byte (contract.md §ext-fp4-layout).
+std::size_t elem_bits(int32_t dt) {
   switch (dt) {
     case ACL_FLOAT:
-      return 4;
+      return 32;
     case ACL_FLOAT16:
     case ACL_BF16:
-      return 2;
+      return 16;
+    case ACL_FLOAT4_E2M1:
+    case ACL_FLOAT4_E1M2:
+      return 4;
     default:
-      return 1;
+      return 8;
   }
 }
 
@@ -150,7 +156,7 @@ void compute_extent(Tensor& t) {
     last += static_cast<u128>(d - 1) * si;
     if (!t.pass_strides) stride *= static_cast<u128>(d);
   }
-  t.extent = (static_cast<u128>(t.offset < 0 ? 0 : t.offset) + last + 1) * elem_bytes(t.dtype);
+  t.extent = ((static_cast<u128>(t.offset < 0 ? 0 : t.offset) + last + 1) * elem_bits(t.dtype) + 7) / 8;
 }
 
 void make(FuzzedDataProvider& p, Tensor& t, const std::vector<int64_t>& base, int32_t base_dtype) {
@@ -166,7 +172,7 @@ void make(FuzzedDataProvider& p, Tensor& t, const std::vector<int64_t>& base, in
   }
   t.dtype = p.ConsumeIntegralInRange<int>(0, 15) == 0
                 ? p.ConsumeIntegral<int32_t>()
-                : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, 8)]);
+                : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, kLastDtype)]);
   const int layout = p.ConsumeIntegralInRange<int>(0, 7);
   if (layout >= 5) {
     t.pass_strides = true;
@@ -268,6 +274,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   setup();
   FuzzedDataProvider p(data, size);
   const bool all_reduce = p.ConsumeBool();
+  // Either contract (docs/contract.md §ext): ACL_FLOAT4_E2M1 / E1M2 pass as x under extended.
+  if (qcollSetContract(p.ConsumeBool() ? QCOLL_CONTRACT_EXTENDED : QCOLL_CONTRACT_VENDOR) != QCOLL_SUCCESS)
+    std::abort();
   const int g = p.ConsumeIntegralInRange<int>(0, 5);
   std::string group_text = g < 5 ? kGroups[g] : p.ConsumeRandomLengthString(140);
   const int n = g < 5 ? kGroupSizes[g] : 2;

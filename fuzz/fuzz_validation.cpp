@@ -68,7 +68,9 @@ const Groups& groups() {
 
 const qcollDataType kDtypes[] = {QCOLL_DT_FLOAT,       QCOLL_DT_FLOAT16,       QCOLL_DT_INT8,
                                  QCOLL_DT_UINT8,       QCOLL_DT_BFLOAT16,      QCOLL_DT_HIFLOAT8,
-                                 QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E8M0};
+                                 QCOLL_DT_FLOAT8_E5M2, QCOLL_DT_FLOAT8_E4M3FN, QCOLL_DT_FLOAT8_E8M0,
+                                 QCOLL_DT_FLOAT4_E2M1, QCOLL_DT_FLOAT4_E1M2};
+constexpr int kLastDtype = static_cast<int>(sizeof kDtypes / sizeof kDtypes[0]) - 1;
 
 std::size_t elem_bytes(int32_t dt) {
   switch (dt) {
@@ -144,7 +146,7 @@ void make_tensor(FuzzedDataProvider& p, FuzzTensor& t, std::vector<int64_t> base
   }
   t.dtype = p.ConsumeIntegralInRange<int>(0, 12) == 0
                 ? p.ConsumeIntegral<int32_t>()
-                : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, 8)]);
+                : (p.ConsumeBool() ? base_dtype : kDtypes[p.ConsumeIntegralInRange<int>(0, kLastDtype)]);
   const int layout = p.ConsumeIntegralInRange<int>(0, 7);
   if (layout >= 5) {
     t.pass_strides = true;
@@ -221,6 +223,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Groups& gs = groups();
   FuzzedDataProvider p(data, size);
   const bool all_reduce = p.ConsumeBool();
+  // Either contract (docs/contract.md §ext): the 4-bit x dtypes above pass under extended.
+  const bool extended = p.ConsumeBool();
+  if (qcollSetContract(extended ? QCOLL_CONTRACT_EXTENDED : QCOLL_CONTRACT_VENDOR) != QCOLL_SUCCESS) std::abort();
 
   // Group: a registered name, or a bad one.
   std::string group_text;
@@ -314,7 +319,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!any_null && !x.null_data && !sc.null_data && !out.null_data && !null_ws_out && !null_exec_out) {
     if (bad_reduce && (st != QCOLL_PARAM_INVALID || std::strncmp(msg, "reduceOp:", 9) != 0))
       fail("a reduceOp other than \"sum\" must be refused first", st);
-    if (!bad_reduce && (n == 0 || n == 1 || n == 3) &&
+    if (!bad_reduce && (n == 0 || n == 1 || (n == 3 && !extended)) &&
         (st != QCOLL_PARAM_INVALID || std::strncmp(msg, "group:", 6) != 0))
       fail("a bad or unknown group must be refused next", st);
   }

@@ -15,6 +15,7 @@
 #include "aclnnop/aclnn_quant_all_reduce.h"
 #include "aclnnop/aclnn_quant_reduce_scatter.h"
 #include "hccl/hccl.h"
+#include "qcoll/qcoll.h"  // qcollSetContract (docs/contract.md §ext-settings)
 
 namespace {
 
@@ -32,7 +33,8 @@ struct Call {
   int short_scales_rank = -1;  // >= 0: only this rank allocates its scales with 1-byte elements
   Group group = Group::Own;
   const char* reduce_op = "sum";
-  int device_offset = 0;  // ranks run on devices rank + offset
+  int device_offset = 0;    // ranks run on devices rank + offset
+  std::size_t x_bytes = 0;  // > 0: x's allocation in bytes (else numel x its element size)
 };
 
 struct Row {
@@ -93,7 +95,8 @@ void run(const Call& c, const char* group_name, std::vector<aclnnStatus>& st, st
       };
       auto bytes = [](const std::vector<int64_t>& s, size_t e) { return std::max<size_t>(numel(s) * e, 1); };
       void *xd = nullptr, *sd = nullptr, *od = nullptr;
-      aclTensor* x = make(c.xshape, c.xdt, c.xfmt, bytes(c.xshape, elem_bytes(c.xdt)), c.null_xdata, &xd);
+      aclTensor* x =
+          make(c.xshape, c.xdt, c.xfmt, c.x_bytes ? c.x_bytes : bytes(c.xshape, elem_bytes(c.xdt)), c.null_xdata, &xd);
       aclTensor* s = make(c.sshape, c.sdt, c.sfmt,
                           bytes(c.sshape, c.scales_elem_bytes        ? c.scales_elem_bytes
                                           : c.short_scales_rank == r ? 1
@@ -353,6 +356,56 @@ TEST_F(Ascend, OneRankRefusedFailsItsPeerAtOnce) {
   EXPECT_NE(msg[0].find("extends past its aclrtMalloc allocation"), std::string::npos) << msg[0];
   EXPECT_EQ(st[1], ACLNN_ERR_RUNTIME_ERROR) << msg[1];
   EXPECT_NE(msg[1].find("rank 0"), std::string::npos) << msg[1];
+}
+
+// Under the extended contract (docs/contract.md §ext-fp4) ACL_FLOAT4_E2M1 / ACL_FLOAT4_E1M2
+// are x dtypes in both modes; their tensors are packed (numel / 2 bytes), which is what the
+// allocation check counts. The vendor's refusal under vendor: the FP4 rows of rows().
+class ExtendedContract {
+ public:
+  ExtendedContract() { EXPECT_EQ(qcollSetContract(QCOLL_CONTRACT_EXTENDED), QCOLL_SUCCESS); }
+  ~ExtendedContract() { EXPECT_EQ(qcollSetContract(QCOLL_CONTRACT_FROM_ENV), QCOLL_SUCCESS); }
+};
+
+TEST_F(Ascend, Float4XUnderTheExtendedContract) {
+  ExtendedContract extended;
+  for (aclDataType t : {ACL_FLOAT4_E2M1, ACL_FLOAT4_E1M2})
+    for (bool mx : {false, true})
+      for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+        SCOPED_TRACE(std::to_string(t) + (mx ? " MX" : " KG") + (op == Op::AllReduce ? " all-reduce" : ""));
+        Call c;
+        c.op = op;
+        c.xdt = t;
+        if (mx) c.sdt = ACL_FLOAT8_E8M0, c.sshape = {8, 16, 2};
+        if (op == Op::AllReduce) c.oshape = c.xshape;
+        c.x_bytes = 8 * 1024 / 2;
+        std::vector<aclnnStatus> st;
+        std::vector<std::string> msg;
+        run(c, name_, st, msg);
+        for (int r = 0; r < 2; ++r) EXPECT_EQ(st[r], ACLNN_SUCCESS) << "rank " << r << ": " << msg[r];
+        c.x_bytes -= 1;  // one byte short of the packed data
+        run(c, name_, st, msg);
+        for (int r = 0; r < 2; ++r) {
+          EXPECT_EQ(st[r], ACLNN_ERR_PARAM_INVALID) << msg[r];
+          EXPECT_NE(msg[r].find("x: the tensor extends past its aclrtMalloc allocation"), std::string::npos) << msg[r];
+          EXPECT_NE(msg[r].find("is 4096 bytes from 0 bytes into an allocation of 4095 bytes (1 bytes short)"),
+                    std::string::npos)
+              << msg[r];
+        }
+      }
+  Call c;
+  c.xdt = ACL_FLOAT16;
+  std::vector<aclnnStatus> st;
+  std::vector<std::string> msg;
+  run(c, name_, st, msg);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(st[r], ACLNN_ERR_PARAM_INVALID);
+    EXPECT_EQ(msg[r].rfind("x: dtype must be int8, hifloat8, float8_e4m3fn, float8_e5m2, float4_e2m1 or float4_e1m2, "
+                           "got float16",
+                           0),
+              0u)
+        << msg[r];
+  }
 }
 
 TEST(AscendRuntime, DevicesContextsAndMessages) {

@@ -26,6 +26,8 @@
 #include "comm/shm_communicator.hpp"
 #include "comm/shm_segment.hpp"
 #include "fault_cases.hpp"
+#include "qcoll/qcoll.hpp"
+#include "qcoll/settings.hpp"
 
 namespace {
 
@@ -157,6 +159,47 @@ TEST_F(FaultsShm, DifferentShapesOrDtypesAcrossRanks) {
   rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
   faults::print_row("shm", "different x dtype across ranks (e5m2 on r1)", rs);
   expect_all_failed(rs, -1, 0, kFastBound);
+}
+
+// docs/contract.md §ext-agreement: the contract is part of the call agreement. Each forked
+// rank keeps its own setting (qcoll::set_contract before its call), so one rank can differ.
+TEST_F(FaultsShm, DifferentContractsAcrossRanks) {
+  auto calls = all_same();
+  calls[1].on_call_start = [] { qcoll::set_contract(qcoll::settings::Contract::Extended); };
+  RankCall good;  // then every rank back on the environment's (vendor): the call works
+  good.on_call_start = [] { qcoll::set_contract(std::nullopt); };
+  std::vector<RankPlan> plans = plans_of(calls);
+  for (auto& p : plans) p.calls.push_back(good);
+  auto res = run_processes(plans, kLongTimeout, 7);
+  faults::print_row("shm", "different contracts across ranks (extended on r1)", res[0]);
+  faults::print_row("shm", "call after a contract mismatch (same communicator)", res[1]);
+  expect_all_failed(res[0], -1, 0, kFastBound);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_NE(res[0][r].message.find("ranks disagree on the contract: QCOLL_CONTRACT: extended (rank 1) vs vendor "
+                                     "(rank 0)"),
+              std::string::npos)
+        << res[0][r].message;
+    EXPECT_EQ(res[1][r].status, QCOLL_SUCCESS) << res[1][r].message;
+    EXPECT_TRUE(res[1][r].output_correct) << "rank " << r;
+  }
+  // A 4-bit x that only rank 1's contract takes: the vendor ranks refuse it (PARAM_INVALID,
+  // their own message); rank 1 hears why its peers failed: the contracts differ.
+  RankCall fp4;
+  fp4.x_dtype = QCOLL_DT_FLOAT4_E2M1;
+  calls = all_same(fp4);
+  calls[1].on_call_start = [] { qcoll::set_contract(qcoll::settings::Contract::Extended); };
+  auto rs = run_processes(plans_of(calls), kLongTimeout, 7)[0];
+  faults::print_row("shm", "float4_e2m1 x, extended on r1 only", rs);
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
+    EXPECT_EQ(rs[r].status, r == 1 ? QCOLL_RUNTIME_ERROR : QCOLL_PARAM_INVALID);
+    EXPECT_TRUE(rs[r].output_untouched);
+    EXPECT_LE(rs[r].seconds, kFastBound);
+    EXPECT_NE(rs[r].message.find(r == 1 ? "QCOLL_CONTRACT: extended (rank 1) vs vendor (rank 0)"
+                                        : "x: dtype must be int8, hifloat8, float8_e4m3fn or float8_e5m2, got "
+                                          "float4_e2m1"),
+              std::string::npos);
+  }
 }
 
 TEST_F(FaultsShm, OneRankCallsTheOtherOperator) {

@@ -188,6 +188,39 @@ TEST(FusedBits, ShmWindowChunks) {
   }
 }
 
+// The 4-bit modes on shm under QCOLL_CONTRACT=extended (the forked ranks inherit the
+// program's choice): rows of H/2 bytes through the window, in 2-row chunks (the test hook)
+// and in the chunks a 3 MB window imposes at H = 8192 (n * (4096 + 256) bytes a row: 60
+// rows per chunk at n = 2, 30 at n = 4, so several chunks per rank).
+TEST(FusedBits, ShmFp4) {
+  qcoll::set_contract(qcoll::settings::Contract::Extended);
+  for (int n : {2, 4}) {
+    std::vector<fused::Case> small, large;
+    uint32_t seed = 700;
+    for (const fused::Mode& m : qcoll::contract::quant_modes(qcoll::settings::Contract::Extended)) {
+      if (!qcoll::is_4bit_format(m.x)) continue;
+      for (bool ar : {false, true}) {
+        fused::Case c;
+        c.mode = m;
+        c.in = ar ? DType::BFloat16 : DType::Float;
+        c.out = ar ? DType::Float : DType::BFloat16;
+        c.all_reduce = ar;
+        c.shape = ar ? std::vector<int64_t>{3, 2 * n, 1024} : std::vector<int64_t>{5 * n, 2048};
+        c.seed = seed++;
+        small.push_back(c);
+        c.shape = std::vector<int64_t>{100 * n, 8192};
+        c.seed = seed++;
+        large.push_back(c);
+      }
+    }
+    qcoll::ops::testing::set_fused_chunk_rows_for_test(2);  // inherited by the forked ranks
+    EXPECT_EQ(run_shm(n, 8, small), "") << "n = " << n;
+    qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
+    EXPECT_EQ(run_shm(n, 3, large), "") << "n = " << n;
+  }
+  qcoll::set_contract(std::nullopt);
+}
+
 // ---- Validation (contract.md §fused-validation) ------------------------------------------
 
 using harness::GroupArg;

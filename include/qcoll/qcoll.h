@@ -203,7 +203,7 @@ qcollStatus qcollQuantAllReduce(void *workspace, uint64_t workspaceSize, qcollOp
  * `input` is FLOAT, FLOAT16 or BFLOAT16, (BS, H) or (B, S, H), with the shape rules and the
  * collective safety of the quantized operators; every rank passes the same config. */
 typedef struct {
-  qcollDataType xDtype;      /* INT8, HIFLOAT8, FLOAT8_E4M3FN, FLOAT8_E5M2 */
+  qcollDataType xDtype;      /* INT8, HIFLOAT8, FLOAT8_E4M3FN, FLOAT8_E5M2 (extended: FLOAT4_E2M1, FLOAT4_E1M2) */
   qcollDataType scalesDtype; /* FLOAT (KG, group 128) or FLOAT8_E8M0 (MX, group 32) */
   float hif8Target;          /* HiF8 KG target (scale = amax / target); 0 = the default */
 } qcollQuantConfig;

@@ -57,11 +57,12 @@ struct TensorView {
   std::vector<int64_t> shape;
 
   std::size_t numel() const;   // product of shape (1 for an empty shape)
-  std::size_t nbytes() const;  // numel() * dtype_size(dtype)
+  std::size_t nbytes() const;  // dtype_bytes(dtype, numel()): numel() / 2 for a 4-bit dtype (packed)
 };
 
 // A view of `bytes` bytes at `data`; throws Error(PARAM_INVALID) unless
-// bytes == numel(shape) * dtype_size(dtype).
+// bytes == dtype_bytes(dtype, numel(shape)) (numel * element size; a 4-bit dtype's data is
+// packed, two elements a byte: contract.md §ext-fp4-layout).
 TensorView view_bytes(const void* data, std::size_t bytes, DType dtype, std::vector<int64_t> shape);
 
 template <class T>

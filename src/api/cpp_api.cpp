@@ -152,7 +152,7 @@ std::size_t TensorView::numel() const {
   for (int64_t d : shape) n *= static_cast<std::size_t>(d < 0 ? 0 : d);
   return n;
 }
-std::size_t TensorView::nbytes() const { return numel() * dtype_size(dtype); }
+std::size_t TensorView::nbytes() const { return dtype_bytes(dtype, numel()); }
 
 TensorView view_bytes(const void* data, std::size_t bytes, DType dtype, std::vector<int64_t> shape) {
   TensorView v;
@@ -161,7 +161,7 @@ TensorView view_bytes(const void* data, std::size_t bytes, DType dtype, std::vec
   v.shape = std::move(shape);
   for (int64_t d : v.shape)
     if (d < 0) throw Error(StatusCode::ParamInvalid, "view: negative dimension in shape");
-  if (dtype_size(dtype) == 0)
+  if (dtype_bits(dtype) == 0)
     throw Error(StatusCode::ParamInvalid, "view: unknown dtype " + std::to_string(static_cast<int32_t>(dtype)));
   if (v.nbytes() != bytes)
     throw Error(StatusCode::ParamInvalid, "view: " + std::to_string(bytes) + " bytes of data, but shape of " +

@@ -18,6 +18,7 @@
 #include "ascend/state.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 
 namespace qcoll::ascend {
 namespace {
@@ -42,17 +43,18 @@ bool has_zero_dim(const aclTensor& t) {
   return false;
 }
 
-// The bytes a tensor spans from its data pointer: (offset + elements) * element size;
-// SIZE_MAX when that does not fit (no allocation holds it).
+// The bytes a tensor spans from its data pointer: (offset + elements) * element size, for a
+// 4-bit dtype the packed bytes, (offset + elements) / 2 rounded up; SIZE_MAX when that does
+// not fit (no allocation holds it).
 std::size_t tensor_bytes(const aclTensor& t) {
   std::size_t n = 1;
   for (int64_t d : t.dims)
     if (__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n)) return SIZE_MAX;
-  std::size_t bytes = 0;
+  std::size_t bits = 0;
   if (__builtin_add_overflow(static_cast<std::size_t>(t.offset), n, &n) ||
-      __builtin_mul_overflow(n, dtype_size(static_cast<DType>(t.dtype)), &bytes))
+      __builtin_mul_overflow(n, dtype_bits(static_cast<DType>(t.dtype)), &bits))
     return SIZE_MAX;
-  return bytes;
+  return bits / 8 + (bits % 8 != 0);
 }
 
 // Beyond the vendor: a tensor over aclrtMalloc memory must not extend past its allocation.
@@ -70,7 +72,26 @@ Status check_allocation(const char* param, const aclTensor& t) {
                  std::to_string(need - (size - at)) + " bytes short)");
 }
 
-// The vendor's checks up to the group name (nothing is resolved yet).
+// The dtype rules of the call's contract (docs/contract.md §ext): vendor takes kXDtypes, as
+// the vendor's aclnn pages say; extended also ACL_FLOAT4_E2M1 / ACL_FLOAT4_E1M2.
+Status check_dtypes(const aclTensor& x, const aclTensor& scales, const aclTensor& out, settings::Contract c) {
+  const DType xd = static_cast<DType>(x.dtype), sd = static_cast<DType>(scales.dtype);
+  if (!is_known_dtype(x.dtype) || !contract::x_dtype_allowed(xd, c))
+    return invalid("x: dtype must be " + contract::dtype_list(contract::x_dtypes(c)) + ", got " + dtype_value(x.dtype));
+  if (!is_known_dtype(scales.dtype) || !contract::is_scales_dtype(sd))
+    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
+                   dtype_value(scales.dtype));
+  if (!contract::dtypes_fit(xd, sd, c))
+    return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::mx_x_dtypes(c)) +
+                   ", got x dtype " + dtype_value(x.dtype));
+  if (!is_known_dtype(out.dtype) || !contract::is_out_dtype(static_cast<DType>(out.dtype)))
+    return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " +
+                   dtype_value(out.dtype));
+  return Status::Ok();
+}
+
+// The vendor's checks up to the group name (nothing is resolved yet); first qcoll's
+// QCOLL_CONTRACT (a bad value is PARAM_INVALID naming it).
 Status check_before_group(const aclTensor* x, const aclTensor* scales, const char* group, aclTensor* out,
                           uint64_t* workspaceSize, aclOpExecutor** executor) {
   auto null = [](const char* p) {
@@ -81,18 +102,9 @@ Status check_before_group(const aclTensor* x, const aclTensor* scales, const cha
   if (out == nullptr) return null("output");
   if (workspaceSize == nullptr) return null("workspaceSize");
   if (executor == nullptr) return null("executor");
-  const DType xd = static_cast<DType>(x->dtype), sd = static_cast<DType>(scales->dtype);
-  if (!is_known_dtype(x->dtype) || !contract::is_x_dtype(xd))
-    return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " + dtype_value(x->dtype));
-  if (!is_known_dtype(scales->dtype) || !contract::is_scales_dtype(sd))
-    return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
-                   dtype_value(scales->dtype));
-  if (!contract::dtypes_fit(xd, sd))
-    return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
-                   ", got x dtype " + dtype_value(x->dtype));
-  if (!is_known_dtype(out->dtype) || !contract::is_out_dtype(static_cast<DType>(out->dtype)))
-    return invalid("output: dtype must be " + contract::dtype_list(contract::kOutDtypes) + ", got " +
-                   dtype_value(out->dtype));
+  settings::Contract c = settings::Contract::Vendor;
+  if (Status st = settings::contract(c); !st.ok()) return st;
+  if (Status st = check_dtypes(*x, *scales, *out, c); !st.ok()) return st;
   if (group == nullptr) return invalid("group: must not be null");
   const std::size_t len = strnlen(group, contract::kMaxGroupNameLen + 1);
   if (len == 0 || len > contract::kMaxGroupNameLen)

@@ -45,9 +45,33 @@ std::string first_difference(const CallDescriptor& a, int ra, const CallDescript
   return both(a.in_dtype >= 0 ? "input shape" : "x shape", shape_of(a), shape_of(b));
 }
 
+std::string contract_string(int32_t c) { return settings::contract_name(static_cast<settings::Contract>(c)); }
+
+// contract.md §ext-agreement: the first rank whose contract differs from an earlier rank's,
+// "QCOLL_CONTRACT: extended (rank 2) vs vendor (rank 0)"; empty when all that read one agree.
+// Checked before the ranks' own failures: a rank that refused the call under its contract
+// (a 4-bit x under vendor) failed because of the difference.
+std::string contract_difference(const std::vector<CallDescriptor>& all) {
+  int first = -1;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    if (all[k].contract == kContractUnknown) continue;
+    if (first < 0) {
+      first = static_cast<int>(k);
+    } else if (all[k].contract != all[first].contract) {
+      return std::string(settings::kContractName) + ": " + contract_string(all[k].contract) + " (rank " +
+             std::to_string(k) + ") vs " + contract_string(all[first].contract) + " (rank " + std::to_string(first) +
+             ")";
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Status check_agreement(const std::vector<CallDescriptor>& all, const std::string& group) {
+  if (const std::string diff = contract_difference(all); !diff.empty())
+    return Status::Error(StatusCode::RuntimeError, "group '" + group + "': ranks disagree on the contract: " + diff +
+                                                       "; every rank must keep the same contract; no rank moved data");
   std::string failed;
   for (std::size_t k = 0; k < all.size(); ++k) {
     if (all[k].local_status == 0) continue;

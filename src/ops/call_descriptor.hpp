@@ -12,6 +12,9 @@ namespace qcoll::ops {
 
 // local_status of a rank whose executor was destroyed instead of run (not a StatusCode).
 constexpr int32_t kLocalStatusNotRun = -1;
+// CallDescriptor::contract of a rank that failed phase one without reading its contract
+// (a bad QCOLL_CONTRACT): compared with nobody's.
+constexpr int32_t kContractUnknown = -1;
 
 struct CallDescriptor {
   int32_t op = 0;        // OpKind: 1, 2 quantized; 3, 4 fused (QuantizeReduceScatter / QuantizeAllReduce)
@@ -24,6 +27,7 @@ struct CallDescriptor {
   int32_t in_dtype = -1;          // fused: the float input's dtype; -1 for the quantized operators
   uint32_t hif8_target_bits = 0;  // fused KG HiF8: the bits of the effective target; else 0
   int32_t all_reduce = 0;         // the all-reduces: QCOLL_ALL_REDUCE (settings::AllReduce); else 0
+  int32_t contract = 0;           // QCOLL_CONTRACT (settings::Contract); kContractUnknown: unreadable
 };
 static_assert(sizeof(CallDescriptor) <= comm::Communicator::kMaxRecordBytes, "a descriptor is one record");
 

@@ -29,6 +29,8 @@ namespace {
 CallDescriptor partial_descriptor(const OpRequest& req) {
   CallDescriptor d;
   d.op = static_cast<int32_t>(req.op);
+  settings::Contract contract = settings::Contract::Vendor;
+  d.contract = settings::contract(contract).ok() ? static_cast<int32_t>(contract) : kContractUnknown;
   const bool fused = contract::is_fused(req.op);
   if (fused && req.config != nullptr) {
     d.x_dtype = req.config->x_dtype;

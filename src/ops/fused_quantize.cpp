@@ -12,6 +12,7 @@ Status RowQuantizer::operator()(const uint8_t* in, std::size_t rows, uint8_t* q,
   quant::QuantOptions opt;
   opt.hif8_target = hif8_target;
   opt.threads = threads;
+  opt.contract = contract;
   const Status st = quant::quantize_rows(in_dtype, in, rows, H, x_dtype, scales_dtype, q, scales, opt);
   if (!st.ok())
     return Status::Error(StatusCode::InnerError, "the quantizer refused a validated call (input " +

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 #include "qcoll/status.hpp"
 
 namespace qcoll::ops {
@@ -19,9 +20,11 @@ struct RowQuantizer {
   float hif8_target = 0.0f;           // KG HiFloat8: the target (0: the default)
   std::size_t H = 0;
   int threads = 1;  // threads of one call, >= 1 (results do not depend on it)
+  settings::Contract contract = settings::Contract::Vendor;  // the call's, read once in phase one
 
   std::size_t in_row_bytes() const { return H * dtype_size(in_dtype); }
-  // Quantizes `rows` rows at `in` into q (rows*H bytes) and scales (rows * scales row bytes).
+  // Quantizes `rows` rows at `in` into q (rows * contract::x_row_bytes: H, or H/2 for a 4-bit
+  // x) and scales (rows * scales row bytes).
   // INNER_ERROR if the quantizer refuses (the call was validated: a bug).
   Status operator()(const uint8_t* in, std::size_t rows, uint8_t* q, uint8_t* scales) const;
 };

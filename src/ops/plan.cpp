@@ -48,7 +48,7 @@ bool gather_all_reduce(const ValidatedCall& vc) {
   if (h <= 1) return false;
   const double n = c.size(), L = n / h;
   const double G = c.same_once_per_host() ? h - 1.0 : n - L;
-  const double Q = static_cast<double>(vc.rows * (vc.H + vc.scales_row_bytes()));  // bytes per rank (x + scales)
+  const double Q = static_cast<double>(vc.rows * (vc.x_row_bytes() + vc.scales_row_bytes()));  // bytes per rank
   const double out = static_cast<double>(vc.rows * vc.H) * static_cast<double>(vc.out_elem_bytes());
   const double rs_ag = L * (n - L) / n * Q + L * G * out / n;
   const double gather = L * G * Q;
@@ -99,7 +99,8 @@ Status make_plan(const OpRequest& req, CallPlan* plan) {
                                .scales_dtype = vc.scales_dtype,
                                .hif8_target = vc.hif8_target,
                                .H = vc.H,
-                               .threads = p.threads};
+                               .threads = p.threads,
+                               .contract = vc.contract};
   *plan = std::move(p);
   return Status::Ok();
 }

@@ -55,18 +55,21 @@ Status check_layout(const char* param, const TensorDesc& t) {
   // object (at most PTRDIFF_MAX bytes) below the end of the address space: else no memory
   // can hold it, and computing its pointers is undefined (found by fuzz/fuzz_ascend_tensors.cpp:
   // a huge offset on an output wrapped the output pointer).
+  // A 4-bit tensor's bytes are its packed ones (elements / 2, contract.md §ext-fp4-layout).
   {
-    const uint64_t esize = dtype_size(static_cast<DType>(t.dtype));
-    uint64_t numel = 1, elems = 0, bytes = 0, end = 0;
+    const uint64_t bits = dtype_bits(static_cast<DType>(t.dtype));
+    uint64_t numel = 1, elems = 0, ebits = 0, end = 0;
     bool over = false;
     for (int64_t d : t.dims) over |= __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel);
     over |= __builtin_add_overflow(static_cast<uint64_t>(t.offset), numel, &elems);
-    over |= __builtin_mul_overflow(elems, esize, &bytes);
+    over |= __builtin_mul_overflow(elems, bits, &ebits);
+    const uint64_t bytes = ebits / 8 + (ebits % 8 != 0);
     over |= bytes > static_cast<uint64_t>(PTRDIFF_MAX);
     over |= __builtin_add_overflow(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data)), bytes, &end);
     if (over)
       return invalid(std::string(param) + ": offset " + std::to_string(t.offset) + " (elements of " +
-                     std::to_string(esize) + " bytes) puts the tensor beyond any memory: its end must be at most " +
+                     (bits % 8 == 0 ? std::to_string(bits / 8) + " bytes" : std::to_string(bits) + " bits") +
+                     ") puts the tensor beyond any memory: its end must be at most " +
                      "2^63 - 1 bytes from data and inside the address space");
   }
   return Status::Ok();
@@ -76,6 +79,7 @@ Status check_layout(const char* param, const TensorDesc& t) {
 
 bool ValidatedCall::fused() const { return contract::is_fused(op); }
 OpKind ValidatedCall::quantized_op() const { return contract::quantized_op(op); }
+std::size_t ValidatedCall::x_row_bytes() const { return contract::x_row_bytes(x_dtype, H); }
 std::size_t ValidatedCall::scales_row_bytes() const { return contract::scales_row_bytes(scales_dtype, H); }
 std::size_t ValidatedCall::out_elem_bytes() const { return dtype_size(out_dtype); }
 std::size_t ValidatedCall::out_bytes() const {
@@ -85,7 +89,7 @@ std::size_t ValidatedCall::out_bytes() const {
 comm::ExchangeSpec ValidatedCall::exchange_spec() const {
   comm::ExchangeSpec s;
   s.x = fused() ? nullptr : x;  // the fused operators produce the rows they send
-  s.x_row_bytes = H;
+  s.x_row_bytes = x_row_bytes();
   s.scales = fused() ? nullptr : scales;
   s.s_row_bytes = scales_row_bytes();
   s.rows_per_rank = rows_per_rank();
@@ -94,6 +98,7 @@ comm::ExchangeSpec ValidatedCall::exchange_spec() const {
 CallDescriptor ValidatedCall::descriptor() const {
   CallDescriptor d;
   d.op = static_cast<int32_t>(op);
+  d.contract = static_cast<int32_t>(contract);
   d.x_dtype = static_cast<int32_t>(x_dtype);
   d.scales_dtype = static_cast<int32_t>(scales_dtype);
   d.out_dtype = static_cast<int32_t>(out_dtype);
@@ -116,6 +121,7 @@ struct Checked {
   const OpRequest& req;
   bool fused;
   const char* xp;  // the parameter the shape rules name ("input" for the fused operators)
+  settings::Contract contract = settings::Contract::Vendor;  // the call's (QCOLL_CONTRACT), read once
   std::shared_ptr<comm::Communicator> comm;
   int n = 0;
   int32_t x_dtype = -1;
@@ -184,26 +190,29 @@ Status rule_4_fused(Checked& k) {
     return invalid("input: dtype must be " + contract::dtype_list(contract::kInputDtypes) + ", got " +
                    contract::dtype_text(as_dtype(in)));
   const QuantConfigDesc& cfg = *k.req.config;
-  if (Status st = contract::check_quant_config(as_dtype(cfg.x_dtype), as_dtype(cfg.scales_dtype), cfg.hif8_target);
+  if (Status st =
+          contract::check_quant_config(as_dtype(cfg.x_dtype), as_dtype(cfg.scales_dtype), cfg.hif8_target, k.contract);
       !st.ok())
     return st;
   k.x_dtype = cfg.x_dtype;
   k.scales_dtype = cfg.scales_dtype;
   return Status::Ok();
 }
-// contract.md §rule-4 for the quantized operators: x and scales as given.
+// contract.md §rule-4 for the quantized operators: x and scales as given, x's dtypes those
+// of the call's contract (§ext-fp4: extended adds the 4-bit ones; vendor lists kXDtypes).
 Status rule_4_quantized(Checked& k) {
   k.x_dtype = k.x().dtype;
   k.scales_dtype = k.req.scales->dtype;
-  if (!contract::is_x_dtype(as_dtype(k.x_dtype)))
-    return invalid("x: dtype must be " + contract::dtype_list(contract::kXDtypes) + ", got " +
+  if (!contract::x_dtype_allowed(as_dtype(k.x_dtype), k.contract))
+    return invalid("x: dtype must be " + contract::dtype_list(contract::x_dtypes(k.contract)) + ", got " +
                    contract::dtype_text(as_dtype(k.x_dtype)));
   if (!contract::is_scales_dtype(as_dtype(k.scales_dtype)))
     return invalid("scales: dtype must be float (pertoken-pergroup) or float8_e8m0 (MX), got " +
                    contract::dtype_text(as_dtype(k.scales_dtype)));
-  if (!contract::dtypes_fit(as_dtype(k.x_dtype), as_dtype(k.scales_dtype)))
-    return invalid("scales: float8_e8m0 (MX) scales need x dtype " + contract::dtype_list(contract::kMxXDtypes) +
-                   ", got x dtype " + contract::dtype_text(as_dtype(k.x_dtype)));
+  if (!contract::dtypes_fit(as_dtype(k.x_dtype), as_dtype(k.scales_dtype), k.contract))
+    return invalid("scales: float8_e8m0 (MX) scales need x dtype " +
+                   contract::dtype_list(contract::mx_x_dtypes(k.contract)) + ", got x dtype " +
+                   contract::dtype_text(as_dtype(k.x_dtype)));
   return Status::Ok();
 }
 // contract.md §rule-4: dtypes, then the output dtype.
@@ -281,9 +290,13 @@ Status rule_9(Checked& k) {
                  op_name(op) + ", got " + shape_string(k.out().dims));
 }
 
-// contract.md §rule-10: contiguous ND.
+// contract.md §rule-10: contiguous ND; a 4-bit x starts on a byte (§ext-fp4-layout: two
+// elements a byte, so its offset, in elements, is even).
 Status rule_10(Checked& k) {
   if (Status st = check_layout(k.xp, k.x()); !st.ok()) return st;
+  if (!k.fused && is_4bit_format(as_dtype(k.x_dtype)) && k.x().offset % 2 != 0)
+    return invalid("x: offset must be even for " + contract::dtype_text(as_dtype(k.x_dtype)) +
+                   " (two elements a byte: the tensor starts on a byte), got " + std::to_string(k.x().offset));
   if (!k.fused) {
     if (Status st = check_layout("scales", *k.req.scales); !st.ok()) return st;
   }
@@ -296,6 +309,7 @@ ValidatedCall validated_call(const Checked& k) {
   const TensorDesc& out = k.out();
   ValidatedCall c;
   c.op = k.req.op;
+  c.contract = k.contract;
   c.comm = k.comm;
   c.x_dtype = as_dtype(k.x_dtype);
   c.scales_dtype = as_dtype(k.scales_dtype);
@@ -312,7 +326,7 @@ ValidatedCall validated_call(const Checked& k) {
   if (k.fused) {
     c.x = static_cast<const uint8_t*>(x.data) + static_cast<std::size_t>(x.offset) * dtype_size(c.in_dtype);
   } else {
-    c.x = static_cast<const uint8_t*>(x.data) + x.offset;
+    c.x = static_cast<const uint8_t*>(x.data) + dtype_bytes(c.x_dtype, static_cast<std::size_t>(x.offset));
     c.scales = static_cast<const uint8_t*>(k.req.scales->data) +
                static_cast<std::size_t>(k.req.scales->offset) * dtype_size(c.scales_dtype);
   }
@@ -328,7 +342,7 @@ Status rule_11(const ValidatedCall& c) {
   if (w == 0 || comm::max_chunk_rows(comm, c.exchange_spec()) > 0) return Status::Ok();
   return invalid("HCCL_BUFFSIZE: the communication window of " + std::to_string(w) + " bytes (" +
                  std::to_string(w >> 20) + " MB) of group '" + comm.name() + "' cannot hold one chunk (one row: " +
-                 std::to_string(c.H) + " bytes of x and " + std::to_string(c.scales_row_bytes()) +
+                 std::to_string(c.x_row_bytes()) + " bytes of x and " + std::to_string(c.scales_row_bytes()) +
                  " bytes of scales per rank, " + std::to_string(c.nranks()) + " ranks); raise HCCL_BUFFSIZE (MB)");
 }
 
@@ -339,6 +353,8 @@ constexpr Rule kRules[] = {rule_1, rule_2, rule_3, rule_4, rule_5, rule_6, rule_
 
 Status validate(const OpRequest& req, ValidatedCall* call) {
   Checked k(req);
+  // The call's contract (contract.md §ext), read once: every rule below asks this reading.
+  if (Status st = settings::contract(k.contract); !st.ok()) return st;
   for (Rule rule : kRules) {
     if (Status st = rule(k); !st.ok()) return st;
   }

@@ -41,6 +41,7 @@ struct OpRequest {
 // A call that passed every rule.
 struct ValidatedCall {
   OpKind op = OpKind::ReduceScatter;
+  settings::Contract contract = settings::Contract::Vendor;  // QCOLL_CONTRACT, read once in phase one
   std::shared_ptr<comm::Communicator> comm;
   DType x_dtype = DType::Int8;        // fused operators: the config's xDtype
   DType scales_dtype = DType::Float;  // fused operators: the config's scalesDtype
@@ -52,7 +53,7 @@ struct ValidatedCall {
   int64_t shape[3] = {0, 0, 0};  // x's shape
   std::size_t rows = 0;          // BS (B*S for 3-D x)
   std::size_t H = 0;
-  const uint8_t* x = nullptr;       // data + offset, in bytes (fused operators: the float input)
+  const uint8_t* x = nullptr;       // data + offset's bytes (fused operators: the float input)
   const uint8_t* scales = nullptr;  // null for the fused operators
   uint8_t* out = nullptr;
 
@@ -60,6 +61,7 @@ struct ValidatedCall {
   OpKind quantized_op() const;  // ReduceScatter / AllReduce, whether fused or not
   std::size_t nranks() const { return static_cast<std::size_t>(comm->size()); }
   std::size_t rows_per_rank() const { return rows / nranks(); }
+  std::size_t x_row_bytes() const;       // contract::x_row_bytes: H, or H/2 for a 4-bit x
   std::size_t scales_row_bytes() const;  // contract::scales_row_bytes
   std::size_t out_elem_bytes() const;
   std::size_t out_bytes() const;  // bytes of the whole output
