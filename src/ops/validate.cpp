@@ -116,6 +116,9 @@ struct Checked {
   const OpRequest& req;
   bool fused;
   const char* xp;  // the parameter the shape rules name ("input" for the fused operators)
+  // The call's contract (settings::contract, read once per call by validate()); the rules
+  // that depend on it ask here.
+  settings::Contract contract = settings::Contract::Vendor;
   std::shared_ptr<comm::Communicator> comm;
   int n = 0;
   int32_t x_dtype = -1;
@@ -171,10 +174,12 @@ Status rule_3(Checked& k) {
     return invalid(std::string("group: no communicator named '") + group +
                    "' is registered for this thread or process (create and join it first)");
   k.n = k.comm->size();
-  if (!contract::is_rank_count(k.n))
-    return invalid(std::string("group: communicator '") + group + "' must have " + contract::rank_count_list() +
-                   " ranks, got " + std::to_string(k.n));
-  return Status::Ok();
+  if (contract::rank_count_allowed(k.n, k.contract)) return Status::Ok();
+  // vendor: "must have 2, 4 or 8 ranks" (unchanged); extended: "must have a rank count in [2, 1024]".
+  const std::string rule = k.contract == settings::Contract::Vendor
+                               ? contract::rank_count_rule(k.contract) + " ranks"
+                               : "a rank count " + contract::rank_count_rule(k.contract) + " (QCOLL_CONTRACT=extended)";
+  return invalid(std::string("group: communicator '") + group + "' must have " + rule + ", got " + std::to_string(k.n));
 }
 
 // contract.md §rule-4 for the fused operators: the input dtype, then the quantization config.
@@ -339,6 +344,7 @@ constexpr Rule kRules[] = {rule_1, rule_2, rule_3, rule_4, rule_5, rule_6, rule_
 
 Status validate(const OpRequest& req, ValidatedCall* call) {
   Checked k(req);
+  if (Status st = settings::contract(k.contract); !st.ok()) return st;
   for (Rule rule : kRules) {
     if (Status st = rule(k); !st.ok()) return st;
   }
