@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/collectives.hpp"
+#include "comm/mpi/mpi_communicator.hpp"
 #include "comm/mpi/process_communicator.hpp"
 #include "comm/registry.hpp"
 #include "mpi_test_support.hpp"
@@ -352,8 +353,8 @@ void check_small_devshm(Tally& t) {
 }  // namespace
 
 // Usage: test_mpi_transport [--several-hosts] [--small-devshm] [--extended] [TRANSPORT...]
-// (--extended: the extended contract and run_extended, by default on shm, mpi and
-// mpi-hosts-4)
+// (--extended: the extended contract and run_extended, by default on shm, mpi, mpi-hosts-4
+// and mpi-depth-3)
 // (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, mpi-gather
 // (QCOLL_ALL_REDUCE=gather, QCOLL_MPI_CHUNK_KIB differing between ranks), or
 // mpi-hosts-K (the hosts schedule with hosts of K ranks on this machine, run_fake_hosts);
@@ -379,7 +380,12 @@ int main(int argc, char** argv) {
   }
   if (extended) {
     qcollSetContract(QCOLL_CONTRACT_EXTENDED);
-    if (transports.empty()) transports = {"shm", "mpi", "mpi-hosts-4"};
+    if (transports.empty()) transports = {"shm", "mpi", "mpi-hosts-4", "mpi-depth-3"};
+    // The steps in flight by rank count: 4 up to 65 ranks (at most 512 transfers posted), then fewer.
+    using qcoll::comm::mpi::MpiCommunicator;
+    for (auto [n, want] : {std::pair{2, 4}, {16, 4}, {65, 4}, {66, 3}, {86, 3}, {87, 2}, {129, 2}, {1024, 2}})
+      t.check(MpiCommunicator::steps_in_flight(n) == want, "steps in flight for %d ranks: %d, expected %d", n,
+              MpiCommunicator::steps_in_flight(n), want);
   }
   if (transports.empty() && !small_devshm) {
     transports = {"shm", "mpi", "mpi-gather"};
@@ -390,16 +396,20 @@ int main(int argc, char** argv) {
   for (const std::string& name : transports) {
     const double t0 = MPI_Wtime();
     if (extended) {
-      // "mpi-hosts-K": the hosts schedule with hosts of K ranks; "mpi-S": that schedule.
-      const bool hosts = name.rfind("mpi-hosts-", 0) == 0, mpi_variant = name.rfind("mpi-", 0) == 0;
+      // "mpi-hosts-K": the hosts schedule with hosts of K ranks; "mpi-depth-K": K steps in
+      // flight, as with many more ranks (MpiCommunicator::steps_in_flight); "mpi-S": schedule S.
+      const bool hosts = name.rfind("mpi-hosts-", 0) == 0, depth = name.rfind("mpi-depth-", 0) == 0;
+      const bool mpi_variant = name.rfind("mpi-", 0) == 0;
       g_fake_per_host = hosts ? std::atoi(name.c_str() + 10) : 0;
       qcoll::comm::mpi::testing::set_ranks_per_host_for_test(g_fake_per_host);
-      if (mpi_variant)
+      qcoll::comm::mpi::testing::set_steps_in_flight_for_test(depth ? std::atoi(name.c_str() + 10) : 0);
+      if (mpi_variant && !depth)
         setenv("QCOLL_MPI_SCHEDULE", hosts ? "hosts" : name.c_str() + 4, 1);
       else
         unsetenv("QCOLL_MPI_SCHEDULE");
       run_extended(mpi_variant ? "mpi" : name.c_str(), t);
       qcoll::comm::mpi::testing::set_ranks_per_host_for_test(0);
+      qcoll::comm::mpi::testing::set_steps_in_flight_for_test(0);
       g_fake_per_host = 0;
     } else if (name.rfind("mpi-hosts-", 0) == 0) {
       run_fake_hosts(std::atoi(name.c_str() + 10), t);
