@@ -380,7 +380,7 @@ int main(int argc, char** argv) {
   }
   if (extended) {
     qcollSetContract(QCOLL_CONTRACT_EXTENDED);
-    if (transports.empty()) transports = {"shm", "mpi", "mpi-hosts-4", "mpi-depth-3"};
+    if (transports.empty() && !small_devshm) transports = {"shm", "mpi", "mpi-hosts-4", "mpi-depth-3"};
     // The steps in flight by rank count: 4 up to 65 ranks (at most 512 transfers posted), then fewer.
     using qcoll::comm::mpi::MpiCommunicator;
     for (auto [n, want] : {std::pair{2, 4}, {16, 4}, {65, 4}, {66, 3}, {86, 3}, {87, 2}, {129, 2}, {1024, 2}})
