@@ -61,6 +61,19 @@ class Group {
   qcollThreadGroup* g_ = nullptr;
 };
 
+// The program's contract (qcollSetContract) for a scope; the environment's again after it.
+class ContractScope {
+ public:
+  explicit ContractScope(qcollContract c) { EXPECT_EQ(qcollSetContract(c), QCOLL_SUCCESS) << qcollGetRecentErrMsg(); }
+  ~ContractScope() { qcollSetContract(QCOLL_CONTRACT_FROM_ENV); }
+  ContractScope(const ContractScope&) = delete;
+  ContractScope& operator=(const ContractScope&) = delete;
+};
+// The contract a group of n ranks needs: vendor for 2, 4 and 8, else extended (contract.md §ext-ranks).
+inline qcollContract contract_for_ranks(int n) {
+  return n == 2 || n == 4 || n == 8 ? QCOLL_CONTRACT_VENDOR : QCOLL_CONTRACT_EXTENDED;
+}
+
 // A contiguous C tensor over `data` (nullptr handle stays nullptr).
 class Tensor {
  public:

@@ -236,6 +236,11 @@ void normal_run(int n) {
 TEST_F(Bootstrap, NormalRunTwoRanks) { normal_run(2); }
 TEST_F(Bootstrap, NormalRunFourRanks) { normal_run(4); }
 TEST_F(Bootstrap, NormalRunEightRanks) { normal_run(8); }
+// The extended contract's rank counts (contract.md §ext-ranks): 16 forked ranks on one segment.
+TEST_F(Bootstrap, NormalRunSixteenRanksExtended) {
+  harness::ContractScope contract(QCOLL_CONTRACT_EXTENDED);  // inherited by the forked ranks
+  normal_run(16);
+}
 
 // The usual way: rank 0 makes the id and hands it to the others (here: hex through pipes).
 TEST_F(Bootstrap, RankZeroMakesTheIdAndPassesItAsHex) {

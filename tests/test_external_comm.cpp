@@ -207,6 +207,7 @@ class ExternalBits : public ::testing::TestWithParam<int> {};
 TEST_P(ExternalBits, SameBitsAsThreadTransport) {
   const int n = GetParam();
   const int64_t rows = 2 * n;
+  harness::ContractScope contract(harness::contract_for_ranks(n));  // 3, 16: the extended contract
   for (const Combo& c : kCombos) {
     std::vector<std::vector<uint8_t>> xs(n), ss(n);
     for (int k = 0; k < n; ++k) make_inputs(c, k, rows, xs[k], ss[k]);
@@ -225,7 +226,7 @@ TEST_P(ExternalBits, SameBitsAsThreadTransport) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ExternalBits, ::testing::Values(2, 4, 8));
+INSTANTIATE_TEST_SUITE_P(Ranks, ExternalBits, ::testing::Values(2, 4, 8, 3, 16));
 
 // The fused operators on external communicators: for every mode x input x output dtype x
 // operator (2-D and 3-D), the bits of the fused call on the thread transport, and of

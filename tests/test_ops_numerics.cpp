@@ -69,6 +69,7 @@ TEST_P(OpsNumerics, BitExactAgainstReference) {
   const Combo c = kCombos[std::get<0>(GetParam())];
   const int n = std::get<1>(GetParam());
   const std::size_t rows = static_cast<std::size_t>(2 * n);  // BS
+  harness::ContractScope contract(harness::contract_for_ranks(n));
   std::vector<std::vector<uint8_t>> xs(n), ss(n);
   for (int k = 0; k < n; ++k) make_inputs(c, k, rows, xs[k], ss[k]);
   harness::Group group(n);
@@ -121,12 +122,19 @@ TEST_P(OpsNumerics, BitExactAgainstReference) {
   }
 }
 
+std::string combo_name(const ::testing::TestParamInfo<std::tuple<int, int>>& info) {
+  const Combo c = kCombos[std::get<0>(info.param)];
+  return std::string(qcoll::dtype_name(c.x)) + "_" + std::string(qcoll::dtype_name(c.s)) + "_n" +
+         std::to_string(std::get<1>(info.param));
+}
 INSTANTIATE_TEST_SUITE_P(AllCombos, OpsNumerics, ::testing::Combine(::testing::Range(0, 6), ::testing::Values(2, 4, 8)),
-                         [](const auto& info) {
-                           const Combo c = kCombos[std::get<0>(info.param)];
-                           return std::string(qcoll::dtype_name(c.x)) + "_" + std::string(qcoll::dtype_name(c.s)) +
-                                  "_n" + std::to_string(std::get<1>(info.param));
-                         });
+                         combo_name);
+// The extended contract's rank counts (contract.md §ext-ranks): non-powers of two and 16 for
+// every combination; 64 and 128 threads (BS = 2n rows) for one KG and one MX combination.
+INSTANTIATE_TEST_SUITE_P(ExtendedRanks, OpsNumerics,
+                         ::testing::Combine(::testing::Range(0, 6), ::testing::Values(3, 5, 6, 16)), combo_name);
+INSTANTIATE_TEST_SUITE_P(LargeRanks, OpsNumerics,
+                         ::testing::Combine(::testing::Values(0, 4), ::testing::Values(64, 128)), combo_name);
 
 // The reference itself against contract.md §vectors, so that a wrong reference cannot hide a
 // wrong library.

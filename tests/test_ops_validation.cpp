@@ -331,6 +331,97 @@ TEST(ValidationOk, GroupSizesShapesAndOperators) {
       }
 }
 
+// ---- Rule 3 under each contract (contract.md §rule-3, §ext-ranks) ----
+
+// A call of n ranks with BS rows (H 1024, int8 KG).
+Call rank_count_call(Op op, int n, int64_t bs) {
+  Call c;
+  c.op = op;
+  c.nranks = n;
+  c.xshape = {bs, 1024};
+  c.sshape = {bs, 8};
+  c.oshape = op == Op::ReduceScatter ? std::vector<int64_t>{bs / n, 1024} : c.xshape;
+  return c;
+}
+
+// vendor (the default, and chosen): n outside {2, 4, 8} keeps today's refusal, word for word.
+TEST(ValidationRankCount, VendorRefusesOtherCounts) {
+  for (qcollContract contract : {QCOLL_CONTRACT_FROM_ENV, QCOLL_CONTRACT_VENDOR})
+    for (int n : {1, 3, 16}) {
+      harness::ContractScope scope(contract);
+      std::vector<qcollStatus> st;
+      std::vector<std::string> msg;
+      run_phase_one(rank_count_call(Op::ReduceScatter, n, 2 * n), st, msg);
+      const std::string tail = "' must have 2, 4 or 8 ranks, got " + std::to_string(n);
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(st[r], QCOLL_PARAM_INVALID) << "n=" << n << ": " << msg[r];
+        EXPECT_EQ(msg[r].rfind("group: communicator '", 0), 0u) << msg[r];
+        EXPECT_TRUE(msg[r].size() > tail.size() && msg[r].ends_with(tail)) << msg[r];
+      }
+    }
+}
+
+// extended: any n in [2, 1024] passes both phases, both operators; n = 1 is refused.
+TEST(ValidationRankCount, ExtendedAcceptsAnyCount) {
+  harness::ContractScope scope(QCOLL_CONTRACT_EXTENDED);
+  for (int n : {2, 3, 5, 6, 7, 16})
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+      std::vector<qcollStatus> st;
+      std::vector<std::string> msg;
+      run_phase_one(rank_count_call(op, n, 2 * n), st, msg, /*run_phase_two=*/true);
+      for (int r = 0; r < n; ++r) EXPECT_EQ(st[r], QCOLL_SUCCESS) << "n=" << n << " rank " << r << ": " << msg[r];
+    }
+  std::vector<qcollStatus> st;
+  std::vector<std::string> msg;
+  run_phase_one(rank_count_call(Op::AllReduce, 1, 2), st, msg);
+  EXPECT_EQ(st[0], QCOLL_PARAM_INVALID);
+  EXPECT_TRUE(msg[0].starts_with("group: communicator '")) << msg[0];
+  EXPECT_TRUE(msg[0].ends_with("' must have a rank count in [2, 1024] (QCOLL_CONTRACT=extended), got 1")) << msg[0];
+}
+
+// Rule 6 holds under both contracts: BS a multiple of n.
+TEST(ValidationRankCount, RowsNotMultipleUnderBoth) {
+  struct Row {
+    qcollContract contract;
+    int n;
+    int64_t bs;
+  };
+  for (const Row& k : {Row{QCOLL_CONTRACT_VENDOR, 4, 6}, Row{QCOLL_CONTRACT_EXTENDED, 4, 6},
+                       Row{QCOLL_CONTRACT_EXTENDED, 3, 8}, Row{QCOLL_CONTRACT_EXTENDED, 16, 24}})
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+      harness::ContractScope scope(k.contract);
+      std::vector<qcollStatus> st;
+      std::vector<std::string> msg;
+      Call c = rank_count_call(op, k.n, k.bs);
+      c.oshape = op == Op::ReduceScatter ? std::vector<int64_t>{1, 1024} : c.xshape;
+      run_phase_one(c, st, msg);
+      const std::string want =
+          "x: BS must be a multiple of the group size " + std::to_string(k.n) + ", got BS = " + std::to_string(k.bs);
+      for (int r = 0; r < k.n; ++r) {
+        EXPECT_EQ(st[r], QCOLL_PARAM_INVALID) << msg[r];
+        EXPECT_TRUE(msg[r].starts_with(want)) << msg[r];
+      }
+    }
+}
+
+// A bad QCOLL_CONTRACT fails the call, naming the setting and the text (settings.hpp).
+TEST(ValidationRankCount, BadContractSettingFailsTheCall) {
+  const char* old = std::getenv("QCOLL_CONTRACT");
+  const std::string saved = old ? old : "";
+  setenv("QCOLL_CONTRACT", "Extended", 1);
+  std::vector<qcollStatus> st;
+  std::vector<std::string> msg;
+  run_phase_one(rank_count_call(Op::ReduceScatter, 4, 8), st, msg);
+  if (old)
+    setenv("QCOLL_CONTRACT", saved.c_str(), 1);
+  else
+    unsetenv("QCOLL_CONTRACT");
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(st[r], QCOLL_PARAM_INVALID);
+    EXPECT_TRUE(msg[r].starts_with("QCOLL_CONTRACT: must be vendor or extended, got \"Extended\"")) << msg[r];
+  }
+}
+
 TEST(ValidationOk, MXAndLimitsOfH) {
   for (int64_t H : {1024, 8192}) {
     Call c;

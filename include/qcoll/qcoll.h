@@ -73,7 +73,7 @@ qcollStatus qcollDestroyTensor(const qcollTensor *tensor);
 typedef struct qcollThreadGroup qcollThreadGroup;
 
 /* Creates an in-process group of nranks threads named `name` (1 <= nranks <= 1024; the
- * operators need 2, 4 or 8). Names must be unique among live thread groups. */
+ * operators need 2, 4 or 8, under QCOLL_CONTRACT=extended 2 to 1024). Names must be unique among live thread groups. */
 qcollStatus qcollThreadGroupCreate(const char *name, int32_t nranks, qcollThreadGroup **group);
 /* Called by the thread that acts as `rank`: registers the group's name for this thread. */
 qcollStatus qcollThreadGroupJoin(qcollThreadGroup *group, int32_t rank);
@@ -106,7 +106,8 @@ qcollStatus qcollUniqueIdToHex(const qcollUniqueId *id, char *hex, size_t hexSiz
 /* Reads 256 hex digits (either case) back into an id. */
 qcollStatus qcollUniqueIdFromHex(const char *hex, qcollUniqueId *id);
 
-/* Called once by every rank 0..nranks-1 (1 <= nranks <= 1024; the operators need 2, 4 or 8),
+/* Called once by every rank 0..nranks-1 (1 <= nranks <= 1024; the operators need 2, 4 or 8,
+ * under QCOLL_CONTRACT=extended 2 to 1024),
  * each with the same id, nranks and name; returns once every rank has joined, or with an
  * error within QCOLL_TIMEOUT_S (default 60 s): PARAM_INVALID for a bad rank, nranks or name,
  * a rank joining twice, ranks that disagree on nranks, name or HCCL_BUFFSIZE, or a stale id

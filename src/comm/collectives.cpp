@@ -15,7 +15,9 @@ namespace {
 // while one is consumed and the last one (whose reduction nothing hides) is small, but each
 // part (the message to one peer) at least c.min_chunk_part_bytes(), so that per-message costs stay
 // small. A chunk is consumed in pieces of about kPieceBytes per source, with a progress()
-// call after each (and after each destination's part is filled), so that the chunks in
+// call after each (and after each kPieceBytes of parts filled: once per destination when
+// parts are large, once per many destinations when many peers have small parts, so that
+// filling a step costs O(n) tests of its transfers, not O(n^2)), so that the chunks in
 // flight keep moving meanwhile.
 constexpr std::size_t kTargetChunks = 16;
 constexpr std::size_t kPieceBytes = 128 * 1024;
@@ -101,7 +103,8 @@ class ExchangeRun {
   const bool async_;
   std::size_t max_rows_ = 0, nchunks_ = 0, depth_ = 2;
   bool exposed_ = false, own_in_place_ = false;
-  Status local_;  // the first error of produce or consume; the protocol goes on regardless
+  std::size_t filled_since_progress_ = 0;  // bytes of parts filled since the last progress()
+  Status local_;                           // the first error of produce or consume; the protocol goes on regardless
   std::vector<Communicator::Step> steps_;
   std::vector<const uint8_t*> xs_, ss_, px_, ps_;
 };
@@ -150,7 +153,11 @@ Status ExchangeRun::fill(Communicator::Step s, int d, std::size_t row0, std::siz
     std::memcpy(part.seg[0], spec_.x + src_row * xrb, rows * xrb);
     std::memcpy(part.seg[1], spec_.scales + src_row * srb, rows * srb);
   }
-  return async_ ? c_.progress() : Status::Ok();
+  if (!async_) return Status::Ok();
+  filled_since_progress_ += rows * (xrb + srb);
+  if (filled_since_progress_ < kPieceBytes) return Status::Ok();
+  filled_since_progress_ = 0;
+  return c_.progress();
 }
 
 Status ExchangeRun::start(std::size_t i) {

@@ -177,10 +177,12 @@ Status rule_3(Checked& k) {
     return invalid(std::string("group: no communicator named '") + group +
                    "' is registered for this thread or process (create and join it first)");
   k.n = k.comm->size();
-  if (!contract::is_rank_count(k.n))
-    return invalid(std::string("group: communicator '") + group + "' must have " + contract::rank_count_list() +
-                   " ranks, got " + std::to_string(k.n));
-  return Status::Ok();
+  if (contract::rank_count_allowed(k.n, k.contract)) return Status::Ok();
+  // vendor: "must have 2, 4 or 8 ranks" (unchanged); extended: "must have a rank count in [2, 1024]".
+  const std::string rule = k.contract == settings::Contract::Vendor
+                               ? contract::rank_count_rule(k.contract) + " ranks"
+                               : "a rank count " + contract::rank_count_rule(k.contract) + " (QCOLL_CONTRACT=extended)";
+  return invalid(std::string("group: communicator '") + group + "' must have " + rule + ", got " + std::to_string(k.n));
 }
 
 // contract.md §rule-4 for the fused operators: the input dtype, then the quantization config.

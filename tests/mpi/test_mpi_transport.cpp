@@ -1,5 +1,6 @@
 // The operators over one-rank-per-process communicators, run under mpirun with 2, 4 or 8
-// processes. For each transport (shm and mpi, forced with QCOLL_TRANSPORT at creation):
+// processes (--extended: 16 or more, under the extended contract). For each transport (shm and mpi, forced with
+// QCOLL_TRANSPORT at creation):
 //   - both operators, every mode and output type, bit for bit against the contract's reference
 //     (tests/oracle.hpp) and identical to the in-process thread transport;
 //   - a tensor larger than the window (HCCL_BUFFSIZE=3): correct results;
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "comm/collectives.hpp"
+#include "comm/mpi/mpi_communicator.hpp"
 #include "comm/mpi/process_communicator.hpp"
 #include "comm/registry.hpp"
 #include "mpi_test_support.hpp"
@@ -247,6 +249,37 @@ void run_fake_hosts(int per_host, Tally& t) {
   g_fake_per_host = 0;
 }
 
+// The extended contract's rank counts (--extended, contract.md §ext-ranks; mpirun -np 16 and
+// more): shapes small enough for 16 processes on 2 cores. Every mode and both operators in
+// one chunk, the first against the thread transport too; both operators chunked through a
+// 3 MB window (640 rows: 40 per rank); back-to-back calls of changing shapes.
+void run_extended(const char* transport, Tally& t) {
+  const std::string base = std::string("qc-ext-") + transport;
+  const std::size_t n = static_cast<std::size_t>(g_size);
+  uint64_t seed = 2000;
+  if (qcollMpiComm* c = create((base + "-4").c_str(), transport, "4", t)) {
+    bool first = true;
+    for (const Mode& m : all_modes())
+      for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+        check_call(op, m, 2 * n, 1024, seed++, (base + "-4").c_str(), transport, t, first);
+        first = false;
+      }
+    qcollMpiCommDestroy(c);
+  }
+  if (qcollMpiComm* c = create((base + "-3").c_str(), transport, "3", t)) {
+    const std::string what = std::string(transport) + " chunked";
+    for (Op op : {Op::ReduceScatter, Op::AllReduce})
+      check_call(op, Mode{qcoll::DType::Float8E4M3FN, qcoll::DType::Float8E8M0, qcoll::DType::BFloat16},
+                 std::max<std::size_t>(640, 2 * n), 1024, seed++, (base + "-3").c_str(), what.c_str(), t, false);
+    const std::vector<Mode> modes = all_modes();
+    for (int call = 0; call < 6; ++call)
+      check_call(call % 2 ? Op::AllReduce : Op::ReduceScatter, modes[call % modes.size()], n * (1 + call % 3),
+                 1024 + 128 * (call % 4), seed++, (base + "-3").c_str(),
+                 (std::string(transport) + " back-to-back #" + std::to_string(call)).c_str(), t, false);
+    qcollMpiCommDestroy(c);
+  }
+}
+
 // This run's qcoll segments (named with its QCOLL_SHM_TAG when it has one, so that other
 // programs' segments do not count) in /dev/shm that are still there 3 s after first seen: a
 // segment exists for a moment while any communicator is made (a test running beside this one
@@ -319,7 +352,9 @@ void check_small_devshm(Tally& t) {
 
 }  // namespace
 
-// Usage: test_mpi_transport [--several-hosts] [--small-devshm] [TRANSPORT...]
+// Usage: test_mpi_transport [--several-hosts] [--small-devshm] [--extended] [TRANSPORT...]
+// (--extended: the extended contract and run_extended, by default on shm, mpi, mpi-hosts-4
+// and mpi-depth-3)
 // (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, mpi-gather
 // (QCOLL_ALL_REDUCE=gather, QCOLL_MPI_CHUNK_KIB differing between ranks), or
 // mpi-hosts-K (the hosts schedule with hosts of K ranks on this machine, run_fake_hosts);
@@ -331,15 +366,26 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Tally t(g_rank);
   setenv("QCOLL_TIMEOUT_S", "60", 1);
-  bool several_hosts = false, small_devshm = false;
+  bool several_hosts = false, small_devshm = false, extended = false;
   std::vector<std::string> transports;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--several-hosts")
       several_hosts = true;
+    else if (std::string(argv[i]) == "--extended")
+      extended = true;
     else if (std::string(argv[i]) == "--small-devshm")
       small_devshm = true;
     else
       transports.push_back(argv[i]);
+  }
+  if (extended) {
+    qcollSetContract(QCOLL_CONTRACT_EXTENDED);
+    if (transports.empty() && !small_devshm) transports = {"shm", "mpi", "mpi-hosts-4", "mpi-depth-3"};
+    // The steps in flight by rank count: 4 up to 65 ranks (at most 512 transfers posted), then fewer.
+    using qcoll::comm::mpi::MpiCommunicator;
+    for (auto [n, want] : {std::pair{2, 4}, {16, 4}, {65, 4}, {66, 3}, {86, 3}, {87, 2}, {129, 2}, {1024, 2}})
+      t.check(MpiCommunicator::steps_in_flight(n) == want, "steps in flight for %d ranks: %d, expected %d", n,
+              MpiCommunicator::steps_in_flight(n), want);
   }
   if (transports.empty() && !small_devshm) {
     transports = {"shm", "mpi", "mpi-gather"};
@@ -349,7 +395,23 @@ int main(int argc, char** argv) {
   if (small_devshm) check_small_devshm(t);
   for (const std::string& name : transports) {
     const double t0 = MPI_Wtime();
-    if (name.rfind("mpi-hosts-", 0) == 0) {
+    if (extended) {
+      // "mpi-hosts-K": the hosts schedule with hosts of K ranks; "mpi-depth-K": K steps in
+      // flight, as with many more ranks (MpiCommunicator::steps_in_flight); "mpi-S": schedule S.
+      const bool hosts = name.rfind("mpi-hosts-", 0) == 0, depth = name.rfind("mpi-depth-", 0) == 0;
+      const bool mpi_variant = name.rfind("mpi-", 0) == 0;
+      g_fake_per_host = hosts ? std::atoi(name.c_str() + 10) : 0;
+      qcoll::comm::mpi::testing::set_ranks_per_host_for_test(g_fake_per_host);
+      qcoll::comm::mpi::testing::set_steps_in_flight_for_test(depth ? std::atoi(name.c_str() + 10) : 0);
+      if (mpi_variant && !depth)
+        setenv("QCOLL_MPI_SCHEDULE", hosts ? "hosts" : name.c_str() + 4, 1);
+      else
+        unsetenv("QCOLL_MPI_SCHEDULE");
+      run_extended(mpi_variant ? "mpi" : name.c_str(), t);
+      qcoll::comm::mpi::testing::set_ranks_per_host_for_test(0);
+      qcoll::comm::mpi::testing::set_steps_in_flight_for_test(0);
+      g_fake_per_host = 0;
+    } else if (name.rfind("mpi-hosts-", 0) == 0) {
       run_fake_hosts(std::atoi(name.c_str() + 10), t);
     } else if (name == "mpi-gather") {
       // The all-reduce as an all-gather of the quantized inputs (QCOLL_ALL_REDUCE=gather),

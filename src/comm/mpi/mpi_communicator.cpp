@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/mpi/mpi_util.hpp"
+#include "comm/mpi/process_communicator.hpp"
 #include "comm/window_plan.hpp"
 
 namespace qcoll::comm::mpi {
@@ -31,13 +32,27 @@ MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t wi
       chunk_part_bytes_(chunk_part_bytes) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &nranks_);
-  slot_bytes_ = round_up(window_bytes_ / kDepth, kWindowPartAlign);
+  depth_ = steps_in_flight(nranks_);
+  slot_bytes_ = round_up(window_bytes_ / static_cast<std::size_t>(depth_), kWindowPartAlign);
   MPI_Type_contiguous(static_cast<int>(kWindowPartAlign), MPI_BYTE, &block512_);
   MPI_Type_commit(&block512_);
   records_ = new unsigned char[(static_cast<std::size_t>(nranks_) + 1) * kMaxRecordBytes]();
   if (host_of.size() != static_cast<std::size_t>(nranks_)) host_of.assign(nranks_, 0);  // unreachable
   local_size_ = static_cast<int>(std::count(host_of.begin(), host_of.end(), host_of[rank_]));
   plan_hosts_routes(host_of);
+}
+
+namespace testing {
+namespace {
+int g_steps_in_flight = 0;  // set_steps_in_flight_for_test
+}  // namespace
+void set_steps_in_flight_for_test(int steps) { g_steps_in_flight = steps; }
+}  // namespace testing
+
+int MpiCommunicator::steps_in_flight(int nranks) {
+  if (testing::g_steps_in_flight > 0) return std::clamp(testing::g_steps_in_flight, 2, kDepth);
+  const int per_step = 2 * std::max(1, nranks - 1);
+  return std::clamp(kMaxTransfersInFlight / per_step, 2, kDepth);
 }
 
 void MpiCommunicator::plan_hosts_routes(const std::vector<int>& host_of) {
@@ -115,7 +130,7 @@ Traits MpiCommunicator::traits() const {
           .window_bytes = window_bytes_,
           .own_part_in_place = false,
           .async_transfers = true,
-          .max_steps_in_flight = kDepth,
+          .max_steps_in_flight = depth_,
           .min_chunk_part_bytes = chunk_part_bytes_,
           .may_fail_mid_call = true};
 }
@@ -131,7 +146,7 @@ std::size_t MpiCommunicator::max_part_bytes(StepShape::Kind kind) const {
 Status MpiCommunicator::ensure_buffers() {
   if (buffers_ != nullptr) return Status::Ok();
   // Allocated on first use; pages the calls never touch are never committed.
-  const std::size_t bytes = 2 * kDepth * slot_bytes_;
+  const std::size_t bytes = 2 * static_cast<std::size_t>(depth_) * slot_bytes_;
   buffers_ = static_cast<unsigned char*>(std::aligned_alloc(4096, round_up(bytes, 4096)));
   if (buffers_ == nullptr) {
     return Status::Error(StatusCode::InnerError, "MPI transport: cannot allocate " + std::to_string(bytes >> 20) +
@@ -210,7 +225,7 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   if (broken_) return broken_status();
   if (Status s = ensure_buffers(); !s.ok()) return s;
   const uint64_t g = next_step_;
-  // The slot's previous step was waited for before this one began (at most kDepth in flight).
+  // The slot's previous step was waited for before this one began (at most depth_ in flight).
   StepInfo& info = steps_[slot_of(g)];
   if (info.pending()) return Status::Error(StatusCode::InnerError, "MPI transport: step still in flight");
   if (shape.part_bytes() * nranks_ > slot_bytes_) {
@@ -369,7 +384,8 @@ Status MpiCommunicator::progress() {
   // One test of the oldest step in flight drives MPI's progress engine for all of them;
   // steps with forwards are each tested, so that a part that arrived is sent on at once.
   bool tested = false;
-  for (uint64_t g = next_step_ >= kDepth ? next_step_ - kDepth : 0; g < next_step_; ++g) {
+  const uint64_t depth = static_cast<uint64_t>(depth_);
+  for (uint64_t g = next_step_ >= depth ? next_step_ - depth : 0; g < next_step_; ++g) {
     StepInfo& info = steps_[slot_of(g)];
     // (A step begun but not yet published has nothing to test: its parts are being filled.)
     if (!info.published || !info.pending() || (tested && info.forwarded.empty())) continue;

@@ -5,9 +5,12 @@
 // The step primitives of communicator.hpp: region() is a part of the send slot of the step,
 // publish() starts the step's transfers into its receive slot, wait_step() polls them,
 // view() reads the receive slot (this rank's own part: the send slot), progress() tests the
-// transfers in flight (so later chunks move while the caller reduces this one). kDepth send
-// and kDepth receive slots of HCCL_BUFFSIZE/kDepth each (2 x HCCL_BUFFSIZE in all), so up
-// to kDepth steps are in flight. Three schedules (QCOLL_MPI_SCHEDULE, read at creation):
+// transfers in flight (so later chunks move while the caller reduces this one). depth_ send
+// and depth_ receive slots of HCCL_BUFFSIZE/depth_ each (2 x HCCL_BUFFSIZE in all), so up
+// to depth_ steps are in flight: kDepth (4), fewer with many peers (steps_in_flight()), so
+// that a rank has at most about kMaxTransfersInFlight point-to-point transfers posted
+// (each step posts 2 (n - 1)) and each message to a peer is larger. Three schedules (QCOLL_MPI_SCHEDULE, read at
+// creation):
 //   p2p            MPI_Irecv from and MPI_Isend to every peer, peer me+j sent to j-th and
 //                  me-j received from j-th (j = 1..n-1), so that at any moment the ranks
 //                  send to different peers; nothing goes through MPI for this rank's own part;
@@ -52,6 +55,13 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
+  static constexpr int kDepth = 4;  // the most steps in flight (slots per direction)
+  static constexpr int kMaxTransfersInFlight = 512;
+  // Steps in flight for n ranks: kDepth while kDepth steps post at most kMaxTransfersInFlight
+  // transfers (n <= 65), then fewer, never under 2 (n >= 129: 2 steps, 4 (n - 1) transfers).
+  // testing::set_steps_in_flight_for_test overrides it for communicators made after it.
+  static int steps_in_flight(int nranks);
+
   int rank() const override { return rank_; }
   int size() const override { return nranks_; }
   const std::string& name() const override { return name_; }
@@ -72,7 +82,6 @@ class MpiCommunicator final : public Communicator {
   std::string broken_reason() const override { return broken_reason_; }
 
  private:
-  static constexpr int kDepth = 4;         // steps in flight (slots per direction)
   static constexpr int kHostsTag = 30000;  // + slot * size() + origin rank (hosts schedule)
   struct StepInfo {
     StepShape shape;
@@ -88,9 +97,9 @@ class MpiCommunicator final : public Communicator {
     bool pending() const;
   };
   Status ensure_buffers();
-  static std::size_t slot_of(Step s) { return static_cast<std::size_t>(s % kDepth); }
+  std::size_t slot_of(Step s) const { return static_cast<std::size_t>(s % static_cast<uint64_t>(depth_)); }
   unsigned char* send_slot(Step s) const { return buffers_ + slot_of(s) * slot_bytes_; }
-  unsigned char* recv_slot(Step s) const { return buffers_ + (kDepth + slot_of(s)) * slot_bytes_; }
+  unsigned char* recv_slot(Step s) const { return buffers_ + (depth_ + slot_of(s)) * slot_bytes_; }
   // Where source src's part of step s lands (a receive slot holds one part per source).
   unsigned char* recv_part(Step s, int src) const {
     return steps_[slot_of(s)].shape.received_in<PartRegion>(recv_slot(s), src).seg[0];
@@ -118,6 +127,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Datatype block512_ = MPI_DATATYPE_NULL;  // 512 contiguous bytes: counts stay small
   int rank_ = 0;
   int nranks_ = 0;
+  int depth_ = kDepth;  // steps in flight, steps_in_flight(nranks_)
   int local_size_ = 1;
   int hosts_ = 1;
   // The hosts schedule's routes (hosts_routing_: it applies, i.e. several hosts, one of
@@ -130,7 +140,7 @@ class MpiCommunicator final : public Communicator {
   settings::MpiSchedule schedule_ = settings::MpiSchedule::P2p;
   std::size_t slot_bytes_ = 0;
   std::size_t chunk_part_bytes_ = std::size_t{64} << 10;
-  unsigned char* buffers_ = nullptr;  // kDepth send slots, then kDepth receive slots
+  unsigned char* buffers_ = nullptr;  // depth_ send slots, then depth_ receive slots
   bool broken_ = false;
   std::string broken_reason_;
   // The buffers of the records all-gather: record 0 sent, 1 .. n received
@@ -139,7 +149,7 @@ class MpiCommunicator final : public Communicator {
   // peer's message would still be written there.
   unsigned char* records_ = nullptr;
   uint64_t next_step_ = 0;
-  StepInfo steps_[kDepth];  // by slot
+  StepInfo steps_[kDepth];  // by slot (the first depth_)
 };
 
 }  // namespace qcoll::comm::mpi

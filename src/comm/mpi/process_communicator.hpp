@@ -23,6 +23,9 @@ namespace testing {
 // default: the real hosts, MPI_Comm_split_type SHARED). Not thread-safe; call it before
 // creating the communicators.
 void set_ranks_per_host_for_test(int ranks);
+// For tests with few ranks: MPI communicators made after this call keep `steps` (2 to 4)
+// steps in flight instead of MpiCommunicator::steps_in_flight(n) (0: the rule again).
+void set_steps_in_flight_for_test(int steps);
 }  // namespace testing
 
 }  // namespace qcoll::comm::mpi
