@@ -19,7 +19,7 @@ struct RowQuantizer {
   DType scales_dtype = DType::Float;  // Float (KG) or Float8E8M0 (MX)
   float hif8_target = 0.0f;           // KG HiFloat8: the target (0: the default)
   std::size_t H = 0;
-  int threads = 1;  // threads of one call, >= 1 (results do not depend on it)
+  int threads = 1;                                           // threads of one call, >= 1 (results do not depend on it)
   settings::Contract contract = settings::Contract::Vendor;  // the call's, read once in phase one
 
   std::size_t in_row_bytes() const { return H * dtype_size(in_dtype); }
