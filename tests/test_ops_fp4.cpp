@@ -20,6 +20,7 @@
 #include "fused_check.hpp"
 #include "ops/executor.hpp"
 #include "ops_harness.hpp"
+#include "qcoll/contract.hpp"
 #include "oracle.hpp"
 #include "qcoll/qcoll.hpp"
 
@@ -127,13 +128,7 @@ TEST_P(OpsFp4, BitExactAgainstReference) {
                      (op == Op::ReduceScatter ? "QuantReduceScatter" : "QuantAllReduce"));
         const std::vector<int64_t> xshape = ndim == 2 ? std::vector<int64_t>{int64_t(rows), int64_t(H)}
                                                       : std::vector<int64_t>{2, int64_t(rows / 2), int64_t(H)};
-        std::vector<int64_t> sshape(xshape.begin(), xshape.end() - 1);
-        if (c.s == DType::Float) {
-          sshape.push_back(H / 128);
-        } else {
-          sshape.push_back(H / 64);
-          sshape.push_back(2);
-        }
+        const std::vector<int64_t> sshape = qcoll::contract::scales_shape(c.s, xshape);
         const std::size_t out_rows = op == Op::ReduceScatter ? rows / n : rows;
         const std::vector<int64_t> oshape =
             op == Op::ReduceScatter ? std::vector<int64_t>{int64_t(out_rows), int64_t(H)} : xshape;
