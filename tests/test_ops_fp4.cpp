@@ -20,8 +20,8 @@
 #include "fused_check.hpp"
 #include "ops/executor.hpp"
 #include "ops_harness.hpp"
-#include "qcoll/contract.hpp"
 #include "oracle.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/qcoll.hpp"
 
 using harness::Op;

@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "ops_harness.hpp"
-#include "qcoll/contract.hpp"
 #include "oracle.hpp"
+#include "qcoll/contract.hpp"
 
 using harness::Op;
 using qcoll::DType;
