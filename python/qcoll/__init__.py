@@ -24,6 +24,7 @@ from .groups import ThreadGroup, run_ranks
 from .ops import all_reduce, quant_all_reduce, quant_reduce_scatter, reduce_scatter
 from .quant import default_hif8_target, dequantize, quantize_kg, quantize_mx
 from .streams import Stream, Work
+from .settings import get_contract, set_contract
 from . import npu  # torch_npu's npu_quant_reduce_scatter / npu_quant_all_reduce (docs/ascend.md)
 
 #: The C library's version (the repository's VERSION file, as the wheel's and `qcoll --version`).
@@ -42,5 +43,6 @@ __all__ = [
     "UniqueId", "Comm", "init_comm",
     "Stream", "Work",
     "quant_reduce_scatter", "quant_all_reduce", "reduce_scatter", "all_reduce",
+    "set_contract", "get_contract",
     "HAS_MPI", "npu",
 ]

@@ -63,8 +63,8 @@ def _check_group_size(group, who: str, op: str) -> None:
     if dist.is_available() and dist.is_initialized():
         g = _qt._resolve_group(group)
         n = dist.get_world_size(g)
-        if not _core.is_rank_count(n):
-            raise invalid(f"group: the quantized {op} takes a group of {_core.rank_count_list()} ranks, got {n} "
+        if not _core.rank_count_allowed(n):  # under the current contract (QCOLL_CONTRACT, qcoll.set_contract)
+            raise invalid(f"group: the quantized {op} takes a group of {_core.rank_count_rule()} ranks, got {n} "
                           f"({who} refuses it at once instead of failing in backward())")
 
 

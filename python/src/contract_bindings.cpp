@@ -14,6 +14,7 @@
 #include "bindings.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 #include "status_error.hpp"
 
 namespace qcoll::python {
@@ -46,6 +47,42 @@ void bind_contract(nb::module_& m) {
   m.def("is_rank_count", &contract::is_rank_count, nb::arg("nranks"),
         "Whether the operators take a group of nranks ranks (contract.md rule 3).");
   m.def("rank_count_list", &contract::rank_count_list, "\"2, 4 or 8\": the rank counts, for a message.");
+  // QCOLL_CONTRACT (contract.md §ext): the program's choice, the contract a call keeps, and
+  // the rank-count rule under it.
+  m.def(
+      "set_contract",
+      [](std::optional<std::string> name) {
+        if (!name) return settings::set_contract_override(std::nullopt);
+        const std::optional<settings::Contract> c = settings::parse_contract(name->c_str());
+        if (!c) throw_param_invalid("contract: must be 'vendor' or 'extended' (or None: QCOLL_CONTRACT decides), got '" +
+                                    *name + "'");
+        settings::set_contract_override(*c);
+      },
+      nb::arg("name").none(), "Chooses the contract for the whole process (None: QCOLL_CONTRACT decides).");
+  m.def(
+      "get_contract",
+      [] {
+        settings::Contract c{};
+        throw_if_error(settings::contract(c));
+        return std::string(settings::contract_name(c));
+      },
+      "The contract a call made now keeps: 'vendor' or 'extended'.");
+  m.def(
+      "rank_count_allowed",
+      [](int nranks) {
+        settings::Contract c{};
+        throw_if_error(settings::contract(c));
+        return contract::rank_count_allowed(nranks, c);
+      },
+      nb::arg("nranks"), "Whether the operators take a group of nranks ranks under the current contract (rule 3).");
+  m.def(
+      "rank_count_rule",
+      [] {
+        settings::Contract c{};
+        throw_if_error(settings::contract(c));
+        return contract::rank_count_rule(c);
+      },
+      "The rank-count rule under the current contract, for a message: '2, 4 or 8' or 'in [2, 1024]'.");
   m.def(
       "scales_shape",
       [](int32_t scales_dtype, const std::vector<int64_t>& x_shape) {
