@@ -70,7 +70,8 @@ struct Script {
 bool same_fields(const CallDescriptor& a, const CallDescriptor& b) {
   return a.op == b.op && a.x_dtype == b.x_dtype && a.scales_dtype == b.scales_dtype && a.out_dtype == b.out_dtype &&
          a.ndim == b.ndim && a.shape[0] == b.shape[0] && a.shape[1] == b.shape[1] && a.shape[2] == b.shape[2] &&
-         a.in_dtype == b.in_dtype && a.hif8_target_bits == b.hif8_target_bits && a.all_reduce == b.all_reduce;
+         a.in_dtype == b.in_dtype && a.hif8_target_bits == b.hif8_target_bits && a.all_reduce == b.all_reduce &&
+         a.contract == b.contract;
 }
 
 class ReceivedCommunicator final : public Communicator {
