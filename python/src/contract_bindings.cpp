@@ -54,8 +54,9 @@ void bind_contract(nb::module_& m) {
       [](std::optional<std::string> name) {
         if (!name) return settings::set_contract_override(std::nullopt);
         const std::optional<settings::Contract> c = settings::parse_contract(name->c_str());
-        if (!c) throw_param_invalid("contract: must be 'vendor' or 'extended' (or None: QCOLL_CONTRACT decides), got '" +
-                                    *name + "'");
+        if (!c)
+          throw_param_invalid("contract: must be 'vendor' or 'extended' (or None: QCOLL_CONTRACT decides), got '" +
+                              *name + "'");
         settings::set_contract_override(*c);
       },
       nb::arg("name").none(), "Chooses the contract for the whole process (None: QCOLL_CONTRACT decides).");
