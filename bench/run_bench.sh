@@ -9,7 +9,9 @@
 #
 # Environment: QCOLL (the qcoll binary, default build/tools/qcoll), OUT (results folder,
 # default bench-results), NS ("2 4 8"), SIZES (1024x5120,4096x5120,8192x8192), REPEATS (3),
-# WARMUP (1), MPIRUN (mpirun), MPIRUN_ARGS (extra mpirun options).
+# WARMUP (1), MPIRUN (mpirun), MPIRUN_ARGS (extra mpirun options), QCOLL_CONTRACT (vendor;
+# extended adds the 4-bit modes and any n in [2, 1024], contract.md §ext: passed on to every
+# rank with -x).
 # Writes $OUT/bench_n<N>.json and .txt per n, and $OUT/bench.json, bench.md, speedup.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,7 @@ SIZES=${SIZES:-1024x5120,4096x5120,8192x8192}
 REPEATS=${REPEATS:-3}
 WARMUP=${WARMUP:-1}
 MPIRUN=${MPIRUN:-mpirun}
+CONTRACT=${QCOLL_CONTRACT:-vendor}  # every rank keeps the same contract (contract.md §ext-agreement)
 # As root in containers; more ranks than cores is expected on small machines.
 read -r -a extra_mpirun <<< "${MPIRUN_ARGS:-}"
 [ -x "$QCOLL" ] || { echo "run_bench: $QCOLL not found (build it: cmake --build build --target qcoll_cli)" >&2; exit 2; }
@@ -28,7 +31,7 @@ echo "run_bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), sizes $S
 jsons=()
 for n in $NS; do
   echo "run_bench: mpirun -np $n $QCOLL bench --sizes $SIZES --repeats $REPEATS --warmup $WARMUP $*"
-  "$MPIRUN" --allow-run-as-root --oversubscribe "${extra_mpirun[@]}" -np "$n" \
+  "$MPIRUN" --allow-run-as-root --oversubscribe -x QCOLL_CONTRACT="$CONTRACT" "${extra_mpirun[@]}" -np "$n" \
     "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" --json "$OUT/bench_n$n.json" "$@" \
     | tee "$OUT/bench_n$n.txt"
   jsons+=("$OUT/bench_n$n.json")

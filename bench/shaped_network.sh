@@ -21,7 +21,12 @@
 # PER_HOST ("1"; a list runs each), MTU (9000: jumbo frames, as on HPC networks; 1500 adds ~4%
 # header bytes), MPIRUN, MPIRUN_ARGS, SHOW_TC (non-empty: print the bytes each link carried
 # after each run), TCP_BUF (4194304: Open MPI's btl_tcp_sndbuf/rcvbuf; 0 leaves them to the
-# kernel), CCL_FI (tcp: libfabric provider for the oneCCL peer).
+# kernel), CCL_FI (tcp: libfabric provider for the oneCCL peer), MODES (default: qcoll bench's,
+# all of the contract's modes; e.g. kg-e2m1,mx-e2m1), QCOLL_CONTRACT (vendor; extended adds the
+# 4-bit modes and any N in [2, 1024], contract.md §ext: passed on to every rank on every host
+# with -x, so that all ranks keep the same contract).
+#
+#   QCOLL_CONTRACT=extended MODES=kg-int8,kg-e2m1,mx-e2m1 NS="3 16" bench/shaped_network.sh
 # Extra arguments go to `qcoll bench`. Writes $OUT/shaped_<rate>_n<N>.json/.txt, then
 # $OUT/shaped.json, shaped.md and shaped.png. Exit 77 when namespaces cannot be made here.
 # (Files are named shaped_<rate>_n<N>[_r<PER_HOST>].)
@@ -38,6 +43,9 @@ MTU=${MTU:-9000}
 PER_HOST=${PER_HOST:-1}
 TCP_BUF=${TCP_BUF:-4194304}
 CCL_FI=${CCL_FI:-tcp}
+CONTRACT=${QCOLL_CONTRACT:-vendor}
+modes=()
+[ -n "${MODES:-}" ] && modes=(--modes "$MODES")
 MPIRUN=$(command -v "${MPIRUN:-mpirun}")
 read -r -a extra_mpirun <<< "${MPIRUN_ARGS:-}"
 [ -x "$QCOLL" ] || { echo "shaped_network: $QCOLL not found" >&2; exit 2; }
@@ -134,14 +142,15 @@ for rate in $RATES; do
       suffix="_r$r"; btl="tcp,vader,self"
     fi
     json="$OUT/shaped_${rate}_n$n$suffix.json"
-    echo "shaped_network: $rate, $n ranks on $hosts hosts: mpirun -np $n qcoll bench --sizes $SIZES --link-gbit $gbit --ranks-per-host $r $*"
+    echo "shaped_network: $rate, $n ranks on $hosts hosts (QCOLL_CONTRACT=$CONTRACT): mpirun -np $n qcoll bench --sizes $SIZES ${modes[*]} --link-gbit $gbit --ranks-per-host $r $*"
     ip netns exec "${tag}h0" unshare --uts /bin/sh -c 'hostname qcoll-host-0; exec "$@"' sh \
       timeout 3000 "$MPIRUN" --allow-run-as-root --oversubscribe --hostfile "$work/hosts" -np "$n" --map-by slot \
       --mca plm_rsh_agent "$work/agent.sh" --mca btl "$btl" --mca btl_vader_single_copy_mechanism none \
       --mca btl_tcp_if_include 127.0.20.0/24 --mca oob_tcp_if_include 127.0.20.0/24 \
       --mca btl_tcp_sndbuf "$TCP_BUF" --mca btl_tcp_rcvbuf "$TCP_BUF" \
-      -x QCOLL_TRANSPORT=mpi -x FI_PROVIDER="$CCL_FI" -x CCL_ATL_SHM=0 -x GLOO_SOCKET_IFNAME=eth0 "${extra_mpirun[@]}" \
-      "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" \
+      -x QCOLL_TRANSPORT=mpi -x QCOLL_CONTRACT="$CONTRACT" -x FI_PROVIDER="$CCL_FI" -x CCL_ATL_SHM=0 \
+      -x GLOO_SOCKET_IFNAME=eth0 "${extra_mpirun[@]}" \
+      "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" "${modes[@]}" \
       --label "shaped $rate, $r/host" --link-gbit "$gbit" --ranks-per-host "$r" --json "$json" "$@" | tee "$OUT/shaped_${rate}_n$n$suffix.txt"
     if [ "${PIPESTATUS[0]}" -ne 0 ] || [ ! -s "$json" ]; then
       echo "shaped_network: the run for $rate, n=$n, $r per host failed" >&2

@@ -16,6 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -85,12 +86,13 @@ class CliBench : public ::testing::Test {
       const bool is_rs = r["op"].get<std::string>() == "reduce-scatter";
       rs += is_rs;
       const std::string mode = r["mode"].get<std::string>();
-      // Per rank: fp32 input 64*1024*4 bytes; 8-bit x plus scales (KG: 4 bytes per 128,
-      // MX: 1 byte per 32); a reduce-scatter sends (n-1)/n of it, an all-reduce the less of
+      // Per rank: fp32 input 64*1024*4 bytes; 8-bit x (4-bit x: half a byte an element,
+      // contract.md §ext-fp4) plus scales (KG: 4 bytes per 128, MX: 1 byte per 32); a reduce-scatter sends (n-1)/n of it, an all-reduce the less of
       // that plus (n-1)/n of the bf16 output (reduce-scatter + all-gather) and n-1 times
       // the quantized input (the gather); the fp32/bf16 peers (n-1)/n of their input, x2.
       const double elems = 64.0 * 1024.0, frac = (n - 1.0) / n;
-      const double qbytes = elems + (mode.rfind("kg-", 0) == 0 ? elems / 128 * 4 : elems / 32);
+      const bool fp4 = mode.find("e2m1") != std::string::npos || mode.find("e1m2") != std::string::npos;
+      const double qbytes = elems * (fp4 ? 0.5 : 1.0) + (mode.rfind("kg-", 0) == 0 ? elems / 128 * 4 : elems / 32);
       EXPECT_DOUBLE_EQ(r["logical_bytes"].get<double>(), elems * 4);
       EXPECT_DOUBLE_EQ(r["wire_bytes_qcoll"].get<double>(),
                        is_rs ? frac * qbytes : std::min(frac * qbytes + frac * elems * 2, (n - 1.0) * qbytes));
@@ -101,12 +103,13 @@ class CliBench : public ::testing::Test {
         EXPECT_GT(r["bf16_s"].get<double>(), 0.0);
         // bf16: inputs and every partial sum rounded to 8 significant bits: error near 2^-9,
         // never 0 on Gaussian data, far below 1e-2. qcoll: 8-bit quantization (with outlier
-        // channels) then a bf16 output: percent level, below 0.1 for these modes.
+        // channels) then a bf16 output: percent level, below 0.1 for these modes (4-bit x:
+        // three significant bits, below 0.5).
         const double e16 = r["bf16_rel_err"].get<double>(), eq = r["qcoll_rel_err"].get<double>();
         EXPECT_GT(e16, 1e-4);
         EXPECT_LT(e16, 1e-2);
-        EXPECT_GT(eq, 1e-4);
-        EXPECT_LT(eq, 0.1);
+        EXPECT_GT(eq, fp4 ? 1e-2 : 1e-4);
+        EXPECT_LT(eq, fp4 ? 0.5 : 0.1);
       } else {
         EXPECT_TRUE(r["fp32_s"].is_null());
         EXPECT_TRUE(r["bf16_s"].is_null());
@@ -315,6 +318,41 @@ TEST_F(CliBench, RefusesBadArguments) {
   r = run("", "bench --ranks 2 --sizes 64x1000 --modes mx-e4m3 --repeats 1");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("PARAM_INVALID"), std::string::npos) << r.err;
+}
+
+// The extended contract (contract.md §ext): the 4-bit modes and any rank count, here 16
+// thread ranks; under vendor both refused as arguments, naming QCOLL_CONTRACT=extended.
+TEST_F(CliBench, ExtendedContractFourBitModesAndSixteenRanks) {
+  const std::string fp4 = "--sizes 64x1024 --modes kg-e2m1,mx-e1m2 --repeats 1 --warmup 0";
+  RunResult r = run("env QCOLL_CONTRACT=extended", "bench --ranks 16 " + fp4 + " --json t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| reduce-scatter | 64 x 1024 | 16 | threads | kg-e2m1 |"), std::string::npos) << r.out;
+  const nlohmann::json j = read_json("t.json");
+  EXPECT_EQ(j["meta"]["contract"], "extended") << j.dump(1);
+  check_rows(j, 16, "threads", false);
+
+  r = run("", "bench --ranks 16 --sizes 64x1024 --modes kg-int8 --repeats 1");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--ranks must be 2, 4 or 8, got 16"), std::string::npos) << r.err;
+  r = run("", "bench --ranks 2 " + fp4);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--modes: kg-e2m1 needs QCOLL_CONTRACT=extended (the contract is vendor)"), std::string::npos)
+      << r.err;
+}
+
+// The default modes are the contract's: the vendor's six, under extended also the 4-bit four.
+TEST_F(CliBench, DefaultModesAreTheContracts) {
+  const std::string args = "bench --ranks 2 --sizes 64x1024 --ops reduce-scatter --repeats 1 --warmup 0 --json t.json -q";
+  for (const bool extended : {false, true}) {
+    SCOPED_TRACE(extended ? "extended" : "vendor");
+    RunResult r = run(extended ? "env QCOLL_CONTRACT=extended" : "", args);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::vector<std::string> modes;
+    for (const auto& row : read_json("t.json")["rows"]) modes.push_back(row["mode"].get<std::string>());
+    std::vector<std::string> want = {"kg-int8", "kg-hif8", "kg-e4m3", "kg-e5m2", "mx-e4m3", "mx-e5m2"};
+    if (extended) want.insert(want.end(), {"kg-e2m1", "kg-e1m2", "mx-e2m1", "mx-e1m2"});
+    EXPECT_EQ(modes, want);
+  }
 }
 
 }  // namespace

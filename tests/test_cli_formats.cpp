@@ -191,3 +191,26 @@ TEST(CliFormats, Refusals) {
     EXPECT_NE(r.err.find(c.err_has), std::string::npos) << joined << " stderr: " << r.err;
   }
 }
+
+// The 4-bit formats (contract.md §ext-fp4): their 16 codes from the value lists, and the
+// encoder's test vectors of §ext-status (always saturating, the sign kept, NaN to 0).
+TEST(CliFormats, FourBitFormats) {
+  Result r = run_cli({"formats", "show", "float4_e2m1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "0x0 0\n0x1 0.5\n0x2 1\n0x3 1.5\n0x4 2\n0x5 3\n0x6 4\n0x7 6\n"
+            "0x8 -0\n0x9 -0.5\n0xA -1\n0xB -1.5\n0xC -2\n0xD -3\n0xE -4\n0xF -6\n");
+  r = run_cli({"formats", "show", "e1m2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "0x0 0\n0x1 0.25\n0x2 0.5\n0x3 0.75\n0x4 1\n0x5 1.25\n0x6 1.5\n0x7 1.75\n"
+            "0x8 -0\n0x9 -0.25\n0xA -0.5\n0xB -0.75\n0xC -1\n0xD -1.25\n0xE -1.5\n0xF -1.75\n");
+  r = run_cli({"formats", "encode", "float4_e2m1fn", "0.25", "0.75", "1.25", "1.75", "2.5", "3.5", "5", "5.5", "1e9",
+               "-inf", "-0", "-0.1", "nan"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "0x0 0\n0x2 1\n0x2 1\n0x4 2\n0x4 2\n0x6 4\n0x6 4\n0x7 6\n0x7 6\n0xF -6\n0x8 -0\n0x8 -0\n0x0 0\n");
+  r = run_cli({"formats", "encode", "e1m2", "0.125", "0.375", "0.875", "1.125", "1.625", "1.8125", "-100", "--saturate"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "0x0 0\n0x2 0.5\n0x4 1\n0x4 1\n0x6 1.5\n0x7 1.75\n0xF -1.75\n");
+}

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "fp4_oracle.hpp"
 #include "oracle.hpp"
 
 namespace fs = std::filesystem;
@@ -179,8 +181,8 @@ class CliTest : public ::testing::Test {
 
   RunResult run(const std::string& args) {
     const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd = "cd '" + dir_.string() + "' && QCOLL_TIMEOUT_S=20 '" + cli_ + "' " + args + " >'" + out.string() +
-                      "' 2>'" + err.string() + "'";
+    std::string cmd = "cd '" + dir_.string() + "' && QCOLL_TIMEOUT_S=20 " + env_ + "'" + cli_ + "' " + args + " >'" +
+                      out.string() + "' 2>'" + err.string() + "'";
     int st = std::system(cmd.c_str());
     RunResult r;
     r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1000;
@@ -257,8 +259,17 @@ class CliTest : public ::testing::Test {
     EXPECT_EQ(output_files().size(), static_cast<std::size_t>(c.n));  // no temporaries left
   }
 
+  // Under the extended contract (contract.md §ext).
+  RunResult run_extended(const std::string& args) {
+    env_ = "QCOLL_CONTRACT=extended ";
+    RunResult r = run(args);
+    env_.clear();
+    return r;
+  }
+
   std::string cli_;
   fs::path dir_;
+  std::string env_;  // variables set for the program: "NAME=value "
 };
 
 // ---- operators, bit for bit ---------------------------------------------------------------------
@@ -585,6 +596,7 @@ TEST_F(CliTest, DemoJson) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ranks"], 4);
+  EXPECT_EQ(j["contract"], "vendor");
   EXPECT_EQ(j["bs"], 64);
   EXPECT_EQ(j["hidden"], 1024);
   const auto& rows = j["rows"];
@@ -621,6 +633,345 @@ TEST_F(CliTest, DemoRefusesBadArguments) {
   r = run("demo --modes int8,bogus");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bogus"), std::string::npos) << r.err;
+}
+
+// ---- the extended contract (contract.md §ext): 4-bit x, any rank count ------------------------
+//
+// The expected bits come from the rules alone (tests/fp4_oracle.hpp: the value lists; the
+// quantizers' rule of §ext-fp4-quantizers; the packed layout of §ext-fp4-layout, the even
+// element in bits 0-3), never from the library.
+
+struct Fp4Case {
+  const fp4_oracle::Fp4* fmt;
+  bool mx;  // E8M0 scales (group 32), else fp32 (group 128)
+  int n;
+  std::vector<int64_t> shape;  // logical (..., H)
+  const char* x_arg;           // as --x-dtype spells it (a name or an alias)
+  const char* mode;            // the fused operators' --mode
+};
+
+std::size_t element_count(const std::vector<int64_t>& shape) {
+  std::size_t count = 1;
+  for (auto d : shape) count *= static_cast<std::size_t>(d);
+  return count;
+}
+
+std::vector<int64_t> packed_shape(std::vector<int64_t> shape) {
+  shape.back() /= 2;
+  return shape;
+}
+
+std::vector<int64_t> scales_shape_of(bool mx, std::vector<int64_t> shape) {
+  const int64_t h = shape.back();
+  shape.pop_back();
+  if (mx) {
+    shape.push_back(h / 64);
+    shape.push_back(2);
+  } else {
+    shape.push_back(h / 128);
+  }
+  return shape;
+}
+
+Bytes float_bytes(const std::vector<float>& v) {
+  Bytes b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// One rank's quantized input by the rules: packed codes and the scales' bytes.
+RankInput fp4_quantize_oracle(const Fp4Case& c, const std::vector<float>& v) {
+  const fp4_oracle::Fp4& f = *c.fmt;
+  std::vector<uint8_t> codes(v.size());
+  RankInput out;
+  if (!c.mx) {
+    for (std::size_t g = 0; g < v.size(); g += 128) {
+      float amax = 0;
+      for (std::size_t i = g; i < g + 128; ++i) amax = std::max(amax, std::fabs(v[i]));
+      const float scale = amax / f.magnitudes[7];  // one fp32 division
+      for (std::size_t i = g; i < g + 128; ++i) codes[i] = scale == 0 ? 0 : fp4_oracle::encode(f, v[i] / scale);
+      const uint32_t u = f32_bits(scale);
+      for (int b = 0; b < 4; ++b) out.scales.push_back(static_cast<uint8_t>(u >> (8 * b)));
+    }
+  } else {
+    const int emax = f.type == qcoll::DType::Float4E2M1 ? 2 : 0;  // floor(log2(max finite))
+    for (std::size_t g = 0; g < v.size(); g += 32) {
+      double amax = 0;
+      for (std::size_t i = g; i < g + 32; ++i) amax = std::max(amax, std::fabs(static_cast<double>(v[i])));
+      int se = -127;
+      if (amax > 0) {
+        int ex;
+        std::frexp(amax, &ex);  // amax = m * 2^ex, m in [0.5, 1)
+        se = std::clamp(ex - 1 - emax, -127, 127);
+      }
+      out.scales.push_back(static_cast<uint8_t>(se + 127));
+      for (std::size_t i = g; i < g + 32; ++i)
+        codes[i] = fp4_oracle::encode(f, static_cast<float>(std::ldexp(static_cast<double>(v[i]), -se)));
+    }
+  }
+  out.x.assign(v.size() / 2, 0);
+  for (std::size_t i = 0; i < v.size(); ++i) out.x[i / 2] |= static_cast<uint8_t>(codes[i] << (4 * (i % 2)));
+  return out;
+}
+
+// Rows [row0, row0 + rows) of the sum, cast to `out`, by the rules.
+Bytes fp4_reduce_oracle(const Fp4Case& c, const std::vector<RankInput>& in, qcoll::DType out, std::size_t row0,
+                        std::size_t rows) {
+  const std::size_t h = static_cast<std::size_t>(c.shape.back()), osz = qcoll::dtype_size(out);
+  const qcoll::DType sdt = c.mx ? qcoll::DType::Float8E8M0 : qcoll::DType::Float;
+  Bytes o(rows * h * osz);
+  for (std::size_t i = row0 * h; i < (row0 + rows) * h; ++i) {
+    volatile float acc = 0.0f;
+    for (const RankInput& r : in) {
+      const unsigned code = (r.x[i / 2] >> (4 * (i % 2))) & 0xFu;
+      volatile float d = fp4_oracle::value(*c.fmt, code);
+      d = d * oracle::scale_at(sdt, r.scales.data(), i);
+      acc = acc + d;
+    }
+    oracle::store(out, acc, o.data() + (i - row0 * h) * osz);
+  }
+  return o;
+}
+
+class CliFp4 : public CliTest {
+ protected:
+  // Writes act{r}.npy (float32, the logical shape) and returns the values.
+  std::vector<std::vector<float>> write_activations(const Fp4Case& c, uint32_t seed) {
+    std::vector<std::vector<float>> act;
+    for (int r = 0; r < c.n; ++r) {
+      act.push_back(oracle::random_values(element_count(c.shape), seed + static_cast<uint32_t>(r), 2.0));
+      act.back()[3] = 0.0f;  // a zero and a negative zero among the values
+      act.back()[4] = -0.0f;
+      write_npy(dir_ / ("act" + std::to_string(r) + ".npy"), "<f4", c.shape, float_bytes(act.back()));
+    }
+    return act;
+  }
+
+  // Writes random packed x (every code) and scales for n ranks, x{r}.npy and s{r}.npy.
+  std::vector<RankInput> write_random_inputs(const Fp4Case& c, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::size_t count = element_count(c.shape);
+    std::vector<RankInput> in(static_cast<std::size_t>(c.n));
+    for (int r = 0; r < c.n; ++r) {
+      for (std::size_t b = 0; b < count / 2; ++b) in[r].x.push_back(static_cast<uint8_t>(rng()));
+      for (std::size_t g = 0; g < count / (c.mx ? 32 : 128); ++g) {
+        if (c.mx) {
+          in[r].scales.push_back(static_cast<uint8_t>(0x70 + rng() % 32));
+          continue;
+        }
+        const uint32_t u = f32_bits(std::ldexp(1.0f + (rng() % 1000) / 1000.0f, -static_cast<int>(rng() % 12)));
+        for (int b = 0; b < 4; ++b) in[r].scales.push_back(static_cast<uint8_t>(u >> (8 * b)));
+      }
+      write_npy(dir_ / ("x" + std::to_string(r) + ".npy"), "|u1", packed_shape(c.shape), in[r].x);
+      write_npy(dir_ / ("s" + std::to_string(r) + ".npy"), c.mx ? "|u1" : "<f4", scales_shape_of(c.mx, c.shape),
+                in[r].scales);
+    }
+    return in;
+  }
+
+  std::string operator_args(const Fp4Case& c, const std::string& out_dtype, const std::string& out) const {
+    return "--ranks " + std::to_string(c.n) + " --x-dtype " + c.x_arg + " --out-dtype " + out_dtype +
+           " --x 'x{rank}.npy' --scales 's{rank}.npy' --out '" + out + "{rank}.npy'";
+  }
+
+  // Every rank's output file of `op` against the oracle.
+  void expect_outputs(const std::string& op, const Fp4Case& c, const std::vector<RankInput>& in,
+                      const std::string& out_dtype, const std::string& out) {
+    using qcoll::DType;
+    const DType odt = out_dtype == "float" ? DType::Float : out_dtype == "float16" ? DType::Float16 : DType::BFloat16;
+    const std::size_t bs = element_count(c.shape) / static_cast<std::size_t>(c.shape.back());
+    const std::size_t rows = op == "reduce-scatter" ? bs / static_cast<std::size_t>(c.n) : bs;
+    const Bytes all = op == "all-reduce" ? fp4_reduce_oracle(c, in, odt, 0, bs) : Bytes{};
+    for (int r = 0; r < c.n; ++r) {
+      SCOPED_TRACE(op + " rank " + std::to_string(r));
+      NpyFile o = read_npy(dir_ / (out + std::to_string(r) + ".npy"));
+      EXPECT_EQ(o.descr, odt == DType::Float ? "<f4" : odt == DType::Float16 ? "<f2" : "<u2");
+      if (op == "all-reduce") {
+        EXPECT_EQ(o.shape, c.shape);
+        EXPECT_TRUE(o.data == all);
+      } else {
+        EXPECT_EQ(o.shape, (std::vector<int64_t>{static_cast<int64_t>(rows), c.shape.back()}));
+        EXPECT_TRUE(o.data == fp4_reduce_oracle(c, in, odt, static_cast<std::size_t>(r) * rows, rows));
+      }
+    }
+  }
+};
+
+// quantize (packed uint8 (..., H/2) files) -> reduce-scatter / all-reduce, and the fused
+// operators from the same float32 files: all bit for bit as the rules say.
+TEST_F(CliFp4, QuantizeThenOperateAndFused) {
+  const Fp4Case cases[] = {
+      {&fp4_oracle::kE2M1, false, 4, {16, 1024}, "e2m1", "kg-e2m1"},
+      {&fp4_oracle::kE1M2, true, 3, {2, 6, 1024}, "float4_e1m2", "mx-e1m2"},  // 3-D, 3 ranks
+      {&fp4_oracle::kE2M1, true, 2, {4, 2048}, "float4_e2m1fn", "mx-e2m1"},
+  };
+  uint32_t seed = 40;
+  for (const Fp4Case& c : cases) {
+    SCOPED_TRACE(std::string(c.fmt->name) + (c.mx ? " MX" : " KG") + ", " + std::to_string(c.n) + " ranks");
+    const auto act = write_activations(c, seed += 10);
+    RunResult q = run_extended("quantize --ranks " + std::to_string(c.n) + " --in 'act{rank}.npy' --x-dtype " +
+                               c.fmt->name + " --scales-dtype " + (c.mx ? "e8m0" : "float") +
+                               " --x 'x{rank}.npy' --scales 's{rank}.npy'");
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    std::vector<RankInput> want;
+    for (int r = 0; r < c.n; ++r) {
+      want.push_back(fp4_quantize_oracle(c, act[r]));
+      NpyFile x = read_npy(dir_ / ("x" + std::to_string(r) + ".npy"));
+      NpyFile sc = read_npy(dir_ / ("s" + std::to_string(r) + ".npy"));
+      EXPECT_EQ(x.descr, "|u1");
+      EXPECT_EQ(x.shape, packed_shape(c.shape)) << "two codes a byte: the last dimension is H/2";
+      EXPECT_TRUE(x.data == want.back().x) << "rank " << r << ": codes differ from the rules";
+      EXPECT_EQ(sc.descr, c.mx ? "|u1" : "<f4");
+      EXPECT_EQ(sc.shape, scales_shape_of(c.mx, c.shape));
+      EXPECT_TRUE(sc.data == want.back().scales) << "rank " << r << ": scales differ from the rules";
+    }
+    for (const std::string op : {"reduce-scatter", "all-reduce"}) {
+      const std::string out_dtype = op == "all-reduce" ? "bfloat16" : "float";
+      RunResult o = run_extended(op + " " + operator_args(c, out_dtype, "out"));
+      ASSERT_EQ(o.exit_code, 0) << o.err;
+      EXPECT_NE(o.out.find("(packed: uint8 " + shape_tuple(packed_shape(c.shape)) + ")"), std::string::npos) << o.out;
+      expect_outputs(op, c, want, out_dtype, "out");
+      RunResult f = run_extended(op + " --ranks " + std::to_string(c.n) + " --in 'act{rank}.npy' --mode " + c.mode +
+                                 " --out-dtype " + out_dtype + " --out 'fused{rank}.npy'");
+      ASSERT_EQ(f.exit_code, 0) << f.err;
+      expect_outputs(op, c, want, out_dtype, "fused");
+    }
+  }
+}
+
+// Random packed bytes (every code pair) on 16 and 5 ranks (the extended contract's rank counts).
+TEST_F(CliFp4, RandomPackedDataManyRanks) {
+  const Fp4Case cases[] = {{&fp4_oracle::kE2M1, true, 16, {32, 1024}, "float4_e2m1", "mx-e2m1"},
+                           {&fp4_oracle::kE1M2, false, 5, {10, 1152}, "e1m2", "kg-e1m2"}};
+  for (const Fp4Case& c : cases) {
+    SCOPED_TRACE(std::string(c.fmt->name) + ", " + std::to_string(c.n) + " ranks");
+    const auto in = write_random_inputs(c, 77);
+    for (const std::string op : {"reduce-scatter", "all-reduce"}) {
+      RunResult o = run_extended(op + " " + operator_args(c, "float16", "out"));
+      ASSERT_EQ(o.exit_code, 0) << o.err;
+      expect_outputs(op, c, in, "float16", "out");
+    }
+  }
+}
+
+// 8-bit x on 3 ranks: refused under vendor (rule 3), the oracle's bits under extended.
+TEST_F(CliTest, ThreeRanksUnderTheExtendedContract) {
+  env_ = "QCOLL_CONTRACT=extended ";
+  check_operator("reduce-scatter", {XType::E4M3, true, 3, {6, 1024}, "bfloat16"}, 21);
+  check_operator("all-reduce", {XType::Int8, false, 3, {3, 1024}, "float"}, 22);
+}
+
+TEST_F(CliFp4, VendorRefusesTheFourBitFormats) {
+  const Fp4Case c{&fp4_oracle::kE2M1, false, 2, {4, 1024}, "e2m1", "kg-e2m1"};
+  write_activations(c, 5);
+  write_random_inputs(c, 6);
+  const std::string needs = " needs QCOLL_CONTRACT=extended (the contract is vendor)";
+  for (const char* name : {"float4_e2m1", "float4_e2m1fn", "e2m1"}) {
+    RunResult r = run(std::string("quantize --ranks 2 --in 'act{rank}.npy' --x-dtype ") + name +
+                      " --x 'q{rank}.npy' --scales 'qs{rank}.npy'");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--x-dtype: float4_e2m1" + needs), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "q0.npy"));
+  }
+  RunResult r = run("quantize --ranks 2 --in 'act{rank}.npy' --x-dtype e1m2 --x 'q{rank}.npy' --scales 'qs{rank}.npy'");
+  EXPECT_NE(r.err.find("--x-dtype: float4_e1m2" + needs), std::string::npos) << r.err;
+  r = run("reduce-scatter " + operator_args(c, "float", "out"));
+  EXPECT_EQ(r.exit_code, 2);
+  expect_refused(r, "--x-dtype: float4_e2m1" + needs);
+  for (const char* mode : {"kg-e2m1", "mx-e1m2"}) {
+    r = run(std::string("all-reduce --ranks 2 --in 'act{rank}.npy' --mode ") + mode + " --out 'out{rank}.npy'");
+    EXPECT_EQ(r.exit_code, 2);
+    expect_refused(r, std::string("--mode: ") + mode + needs);
+  }
+  // The short name of a 4-bit KG mode is the extended contract's too.
+  expect_refused(run("all-reduce --ranks 2 --in 'act{rank}.npy' --mode e1m2 --out 'out{rank}.npy'"),
+                 "--mode: e1m2" + needs);
+  // An 8-bit mode name that no contract has stays an unknown mode.
+  expect_refused(run("all-reduce --ranks 2 --in 'act{rank}.npy' --mode mx-e3m0 --out 'out{rank}.npy'"),
+                 "--mode: must be one of kg-int8, kg-hif8, kg-e4m3, kg-e5m2, mx-e4m3, mx-e5m2, got 'mx-e3m0'");
+  // A bad QCOLL_CONTRACT: the setting's message, an argument error.
+  env_ = "QCOLL_CONTRACT=Extended ";
+  r = run("reduce-scatter " + operator_args(c, "float", "out"));
+  EXPECT_EQ(r.exit_code, 2);
+  expect_refused(r, "QCOLL_CONTRACT: must be vendor or extended");
+}
+
+TEST_F(CliFp4, BadFourBitFiles) {
+  const Fp4Case c{&fp4_oracle::kE2M1, false, 2, {8, 1024}, "e2m1", "kg-e2m1"};
+  write_random_inputs(c, 8);
+  // One code a byte (the logical shape) where the packed one belongs.
+  write_npy(dir_ / "x1.npy", "|u1", c.shape, Bytes(8 * 1024));
+  RunResult r = run_extended("all-reduce " + operator_args(c, "float", "out"));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  expect_refused(r,
+                 "x1.npy: float4_e2m1 x is packed, two codes a byte, so its last dimension must be H/2 = 512 for the "
+                 "scales' H = 1024; got shape (8, 1024) (H = 2048)");
+  // MX scales say H too.
+  const Fp4Case m{&fp4_oracle::kE1M2, true, 2, {8, 1024}, "e1m2", "mx-e1m2"};
+  write_random_inputs(m, 9);
+  write_npy(dir_ / "x0.npy", "|u1", {8, 256}, Bytes(8 * 256));
+  expect_refused(run_extended("reduce-scatter " + operator_args(m, "float", "out")),
+                 "x0.npy: float4_e1m2 x is packed, two codes a byte, so its last dimension must be H/2 = 512");
+  // int8 elements cannot hold packed codes.
+  write_npy(dir_ / "x0.npy", "|i1", {8, 512}, Bytes(8 * 512));
+  expect_refused(run_extended("reduce-scatter " + operator_args(m, "float", "out")),
+                 "x0.npy: x has element type int8 ('|i1'), which cannot hold float4_e1m2 data; expected uint8 ('|u1') "
+                 "holding two codes a byte (last dimension H/2)");
+  // A packed H the operators refuse (H = 1088, a multiple of 64 but not of 128): the library's rule.
+  for (int k = 0; k < 2; ++k) {
+    write_npy(dir_ / ("x" + std::to_string(k) + ".npy"), "|u1", {8, 544}, Bytes(8 * 544));
+    write_npy(dir_ / ("s" + std::to_string(k) + ".npy"), "|u1", {8, 17, 2}, Bytes(8 * 17 * 2, 0x7F));
+  }
+  r = run_extended("reduce-scatter " + operator_args(m, "float", "out"));
+  expect_refused(r, "qcoll: PARAM_INVALID (161002): ");
+}
+
+TEST_F(CliTest, DemoExtendedHasFourBitRowsAndThreeRanks) {
+  RunResult r = run_extended("demo --ranks 3 --bs 48 --hidden 1024 --reps 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"], 3);
+  EXPECT_EQ(j["contract"], "extended");
+  const auto& rows = j["rows"];
+  const std::vector<std::string> expected = {"bf16-ring", "int8",    "hif8", "e4m3", "e5m2",   "mx-e4m3",
+                                             "mx-e5m2",   "e2m1",    "e1m2", "mx-e2m1", "mx-e1m2"};
+  ASSERT_EQ(rows.size(), expected.size()) << r.out;
+  const double elems = 48.0 * 1024.0, int8_rms = rows[1]["rel_rms_error"].get<double>();
+  for (std::size_t i = 7; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["mode"], expected[i]);
+    EXPECT_EQ(row["x_dtype"], i % 2 == 1 ? "float4_e2m1" : "float4_e1m2");
+    // 4 bits an element plus the scales, 2/3 of it to the other ranks.
+    const double per_elem = 0.5 + (row["mode"].get<std::string>().rfind("mx-", 0) == 0 ? 1.0 / 32 : 4.0 / 128);
+    EXPECT_DOUBLE_EQ(row["bytes_sent_per_rank"].get<double>(), elems * per_elem * 2 / 3);
+    const double rms = row["rel_rms_error"];
+    EXPECT_TRUE(std::isfinite(rms) && std::isfinite(row["max_abs_error_rel"].get<double>()));
+    // Three bits of precision: coarser than INT8, still a signal.
+    EXPECT_GT(rms, 2 * int8_rms);
+    EXPECT_LT(rms, 0.5);
+    EXPECT_GT(row["fused_ms_median"].get<double>(), 0.0);
+  }
+}
+
+TEST_F(CliTest, DemoRankCountsFollowTheContract) {
+  RunResult r = run("demo --ranks 16 --bs 64 --hidden 1024 --reps 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ranks must be 2, 4 or 8, got 16"), std::string::npos) << r.err;
+  r = run("demo --ranks 2 --modes int8,mx-e2m1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--modes: mx-e2m1 needs QCOLL_CONTRACT=extended (the contract is vendor)"), std::string::npos)
+      << r.err;
+  r = run_extended("demo --ranks 16 --bs 64 --hidden 1024 --reps 1 --modes kg-e2m1,mx-e1m2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"], 16);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["rows"][1]["mode"], "e2m1");
+  EXPECT_EQ(j["rows"][2]["mode"], "mx-e1m2");
+  r = run_extended("demo --ranks 1 --bs 64 --hidden 1024 --reps 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ranks must be in [2, 1024], got 1"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli_error.hpp"
+#include "qcoll/contract.hpp"
 
 namespace qcoll::cli {
 
@@ -46,6 +47,22 @@ DType parse_dtype_option(const std::string& option, const std::string& value, st
     if (a == *t) return *t;
   throw CliError(ErrorKind::Argument,
                  option + ": " + std::string(dtype_name(*t)) + " is not " + role + " (expected " + expected + ")");
+}
+
+settings::Contract current_contract() {
+  settings::Contract c = settings::Contract::Vendor;
+  if (const Status st = settings::contract(c); !st.ok()) throw CliError(ErrorKind::Argument, st.message);
+  return c;
+}
+
+DType parse_x_dtype_option(const std::string& option, const std::string& value, const char* role) {
+  const settings::Contract c = current_contract();
+  const std::optional<DType> t = parse_dtype(value);
+  if (t && !contract::x_dtype_allowed(*t, c) && contract::x_dtype_allowed(*t, settings::Contract::Extended))
+    throw CliError(ErrorKind::Argument, option + ": " + std::string(dtype_name(*t)) + " needs " +
+                                            settings::kContractName + "=extended (the contract is " +
+                                            settings::contract_name(c) + ")");
+  return parse_dtype_option(option, value, contract::x_dtypes(c), role);
 }
 
 std::vector<std::string> split_list(const std::string& text, char sep) {

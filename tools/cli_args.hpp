@@ -10,6 +10,7 @@
 
 #include "npy.hpp"
 #include "qcoll/dtype.hpp"
+#include "qcoll/settings.hpp"
 
 namespace qcoll::cli {
 
@@ -24,6 +25,14 @@ void check_rank_pattern(const std::string& option, const std::string& pattern, i
 // it is one of `allowed` (e.g. contract::kOutDtypes); `role` completes "X is not <role>".
 DType parse_dtype_option(const std::string& option, const std::string& value, std::span<const DType> allowed,
                          const char* role);
+
+// The contract the command keeps: QCOLL_CONTRACT or the program's choice (settings::contract);
+// a bad value is CliError(Argument) with the library's message naming QCOLL_CONTRACT.
+settings::Contract current_contract();
+// An x dtype option (--x-dtype): one of the current contract's x dtypes (contract::x_dtypes);
+// under vendor a 4-bit one is "OPTION: float4_e2m1 needs QCOLL_CONTRACT=extended (the
+// contract is vendor)", anything else as parse_dtype_option.
+DType parse_x_dtype_option(const std::string& option, const std::string& value, const char* role);
 
 // The non-empty items of a `sep`-separated list.
 std::vector<std::string> split_list(const std::string& text, char sep = ',');

@@ -10,6 +10,9 @@
 // rounds (each peer, then each qcoll mode), so that a change of machine load hits them
 // alike; each timed call is preceded by a barrier and its time is the maximum over ranks;
 // the reported time is the median of the rounds after the warm-up. See docs/bench.md.
+// The modes and the rank counts are the contract's (QCOLL_CONTRACT; contract.md §ext):
+// under extended also the 4-bit modes and any rank count in [2, 1024]; every rank keeps
+// the contract of its process (mpirun: pass it on with -x QCOLL_CONTRACT).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -51,7 +54,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct BenchArgs {
   std::string sizes = "1024x5120,4096x5120,8192x8192";
   std::string ops = "reduce-scatter,all-reduce";
-  std::string modes = "kg-int8,kg-hif8,kg-e4m3,kg-e5m2,mx-e4m3,mx-e5m2";
+  std::string modes = "all";  // the contract's modes
   std::string inputs = "quantized";
   std::string out_dtype = "bfloat16";
   std::string transport = "auto";  // auto, mpi, threads
@@ -475,13 +478,18 @@ void run_ranks(RankRunner& runner, RankJob& job) {
 int bench_command(const BenchArgs& args) {
   if (!args.from_json.empty()) return merge_command(args);
   const BenchPlan plan = make_plan(args);
+  const settings::Contract c = current_contract();
   nlohmann::json meta = host_meta();
+  meta["contract"] = settings::contract_name(c);
   std::unique_ptr<MpiSession> session;
   if (plan.use_mpi) session = std::make_unique<MpiSession>();
   std::vector<BenchRun> runs(1);
   {
     std::unique_ptr<RankRunner> runner = plan.use_mpi ? make_mpi_runner("qcoll-bench") : make_thread_runner(args.ranks);
     const int n = runner->size();
+    if (!contract::rank_count_allowed(n, c))
+      throw CliError(ErrorKind::Argument, std::string(plan.use_mpi ? "the MPI processes" : "--ranks") + " must be " +
+                                              contract::rank_count_rule(c) + ", got " + std::to_string(n));
     if (plan.use_mpi && args.ranks != 0 && args.ranks != n)
       throw CliError(ErrorKind::Argument, "--ranks " + std::to_string(args.ranks) + " differs from the " +
                                               std::to_string(n) + " MPI processes");
@@ -541,13 +549,16 @@ const CommandRegistrar reg([](CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   sub->add_option("--sizes", a->sizes, "Comma-separated BSxH sizes of x on every rank")->capture_default_str();
   sub->add_option("--ops", a->ops, "Operators: reduce-scatter, all-reduce")->capture_default_str();
-  sub->add_option("--modes", a->modes, "Quantization modes: all, or a comma list of " + mode_names())
+  sub->add_option("--modes", a->modes, "Quantization modes: all (the contract's), or a comma list of " + mode_help())
       ->capture_default_str();
   sub->add_option("--out-dtype", a->out_dtype, "qcoll's output dtype")->capture_default_str();
   sub->add_option("--transport", a->transport,
                   "auto (mpi when started by mpirun, else threads), mpi (one rank per process), threads (qcoll only)")
       ->capture_default_str();
-  sub->add_option("--ranks,-n", a->ranks, "Thread ranks (2, 4 or 8) when not under mpirun");
+  sub->add_option("--ranks,-n", a->ranks,
+                  "Thread ranks (" + contract::rank_count_rule(settings::Contract::Vendor) +
+                      "; QCOLL_CONTRACT=extended: " + contract::rank_count_rule(settings::Contract::Extended) +
+                      ") when not under mpirun");
   sub->add_option("--repeats", a->repeats, "Timed rounds; the median is reported")->capture_default_str();
   sub->add_option("--warmup", a->warmup, "Untimed rounds first")->capture_default_str();
   sub->add_option("--input", a->inputs,

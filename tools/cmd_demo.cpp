@@ -10,6 +10,10 @@
 // the result against the exact (fp64) sum of the unquantized tensors. The first row is the usual baseline: a bf16
 // ring reduce-scatter (inputs rounded to bf16, the partial sum rounded to bf16 at every hop,
 // in ring order).
+//
+// Under QCOLL_CONTRACT=extended (contract.md §ext) the rows include the 4-bit modes (kg-e2m1,
+// kg-e1m2, mx-e2m1, mx-e1m2) and --ranks takes any count in [2, 1024]; every rank, thread or
+// process, keeps that contract (mpirun: pass it on with -x QCOLL_CONTRACT).
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -55,6 +59,7 @@ struct DemoArgs {
 // The checked arguments and the ranks that run them.
 struct Demo {
   std::unique_ptr<RankRunner> runner;
+  settings::Contract contract = settings::Contract::Vendor;
   int n = 0;
   std::size_t bs = 0, h = 0, rows_per_rank = 0, count = 0;  // count: elements of x per rank
   DType out_dtype = DType::BFloat16;
@@ -81,10 +86,12 @@ struct Row {
 // Ranks as threads, or under mpirun one rank per process.
 Demo make_demo(const DemoArgs& a) {
   Demo d;
+  d.contract = current_contract();
   d.runner = make_rank_runner(a.ranks_given ? a.ranks : 0, "qcoll-demo", a.ranks);
   d.n = d.runner->size();
-  if (!contract::is_rank_count(d.n))
-    throw CliError(ErrorKind::Argument, "--ranks must be 2, 4 or 8, got " + std::to_string(d.n));
+  if (!contract::rank_count_allowed(d.n, d.contract))
+    throw CliError(ErrorKind::Argument,
+                   "--ranks must be " + contract::rank_count_rule(d.contract) + ", got " + std::to_string(d.n));
   if (a.bs < d.n || a.bs % d.n != 0)
     throw CliError(ErrorKind::Argument, "--bs must be a positive multiple of --ranks (" + std::to_string(d.n) +
                                             "), got " + std::to_string(a.bs));
@@ -268,7 +275,7 @@ ModeResult run_mode(Demo& d, const Mode& m) {
   res.quantize_ms = shared_times_ms(d, q0, q1);
   res.fused_ms = shared_times_ms(d, f0, f1);
   d.runner->share(res.out);
-  res.bytes_per_rank = static_cast<double>(d.count) +
+  res.bytes_per_rank = static_cast<double>(contract::x_data_bytes(m.x, d.bs, d.h)) +
                        static_cast<double>(contract::scales_count(m.scales, d.bs, d.h) * dtype_size(m.scales));
   return res;
 }
@@ -300,7 +307,8 @@ std::string title(const Demo& d) {
   return std::string("qcoll demo: ") + contract::op_name(Op::ReduceScatter) + " on " + std::to_string(d.n) +
          (threads ? " in-process ranks (" : " ranks, one per process (") + d.runner->transport() + "), x (" +
          std::to_string(d.bs) + ", " + std::to_string(d.h) + ") per rank -> " + std::string(dtype_name(d.out_dtype)) +
-         " (" + std::to_string(d.rows_per_rank) + ", " + std::to_string(d.h) + ") per rank";
+         " (" + std::to_string(d.rows_per_rank) + ", " + std::to_string(d.h) + ") per rank" +
+         (d.contract == settings::Contract::Extended ? std::string(", ") + settings::kContractName + "=extended" : "");
 }
 
 void print_json(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) {
@@ -310,6 +318,7 @@ void print_json(const Demo& d, const DemoArgs& a, const std::vector<Row>& rows) 
   j["title"] = title(d);
   j["operator"] = contract::op_name(Op::ReduceScatter);
   j["ranks"] = d.n;
+  j["contract"] = settings::contract_name(d.contract);
   j["transport"] = d.runner->transport();
   j["bs"] = a.bs;
   j["hidden"] = a.hidden;
@@ -388,12 +397,16 @@ const CommandRegistrar reg_demo([](CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("demo", "Quantized reduce-scatter on realistic activations: bytes, time and error per mode");
   auto args = std::make_shared<DemoArgs>();
-  sub->add_option("--ranks,-n", args->ranks, "Ranks (2, 4 or 8); under mpirun: the number of processes")
+  sub->add_option("--ranks,-n", args->ranks,
+                  "Ranks (" + contract::rank_count_rule(settings::Contract::Vendor) + "; QCOLL_CONTRACT=extended: " +
+                      contract::rank_count_rule(settings::Contract::Extended) +
+                      "); under mpirun: the number of processes")
       ->capture_default_str()
       ->each([args](const std::string&) { args->ranks_given = true; });
   sub->add_option("--bs", args->bs, "Rows (tokens) per rank's input")->capture_default_str();
   sub->add_option("--hidden", args->hidden, "Hidden size H (multiple of 128 in [1024, 8192])")->capture_default_str();
-  sub->add_option("--modes", args->modes, "all, or a comma list of " + mode_names())->capture_default_str();
+  sub->add_option("--modes", args->modes, "all (the contract's modes), or a comma list of " + mode_help())
+      ->capture_default_str();
   sub->add_option("--out-dtype", args->out_dtype, "Output type: float, float16, bfloat16")->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed of the synthetic activations")->capture_default_str();
   sub->add_option("--reps", args->reps, "Timed runs per mode (the median is shown)")->capture_default_str();

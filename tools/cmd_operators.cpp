@@ -3,7 +3,11 @@
 //   qcoll reduce-scatter --ranks 4 --x-dtype int8 --x x{rank}.npy --scales s{rank}.npy --out out{rank}.npy
 //   mpirun -np 4 qcoll reduce-scatter --x-dtype int8 --x x{rank}.npy ...   (one rank per process)
 //   qcoll reduce-scatter --ranks 4 --in act{rank}.npy --mode kg-int8 --out out{rank}.npy   (fused: from floats)
+//   QCOLL_CONTRACT=extended qcoll all-reduce --ranks 16 --x-dtype e2m1 --x x{rank}.npy ...   (contract.md §ext)
 //
+// A 4-bit x (float4_e2m1, float4_e1m2: the extended contract) is read packed: a uint8 file
+// whose last dimension is H/2, two codes a byte, the even element in bits 0-3; the operator
+// sees its logical shape (..., H).
 // With --in the fused operator (QuantizeReduceScatter / QuantizeAllReduce) quantizes each
 // rank's float input (float32, float16, or uint16 holding bfloat16 bits) in --mode and
 // reduces it in one call: the bits of `qcoll quantize` followed by the quantized operator.
@@ -60,6 +64,11 @@ void check_file_type(const std::string& path, const npy::Array& a, DType t, cons
       ok = a.type == npy::ElemType::UInt8;
       expected = "uint8 ('|u1') holding the raw bytes";
       break;
+    case DType::Float4E2M1:
+    case DType::Float4E1M2:
+      ok = a.type == npy::ElemType::UInt8;
+      expected = "uint8 ('|u1') holding two codes a byte (last dimension H/2)";
+      break;
     case DType::Float:
       ok = a.type == npy::ElemType::Float32;
       expected = "float32 ('<f4')";
@@ -86,7 +95,8 @@ npy::ElemType output_elem_type(DType out) {
 
 struct RankData {
   int rank = 0;
-  npy::Array x, scales;  // fused operators: x holds the float input
+  npy::Array x, scales;         // fused operators: x holds the float input
+  std::vector<int64_t> x_shape;  // x's logical shape: x.shape, or for 4-bit x the unpacked one
   DType scales_dtype = DType::Float;
   std::vector<int64_t> out_shape;
   std::vector<uint8_t> out;
@@ -133,7 +143,7 @@ const Mode& fused_mode(const OperatorArgs& args) {
       throw CliError(ErrorKind::Argument, std::string("--in: the fused operator quantizes the input itself, so ") +
                                               name + " cannot be given with it");
   if (args.mode.empty()) throw CliError(ErrorKind::Argument, "--mode: required with --in (" + mode_names() + ")");
-  const Mode* m = find_mode(args.mode);
+  const Mode* m = find_mode("--mode", args.mode);
   if (m == nullptr)
     throw CliError(ErrorKind::Argument, "--mode: must be one of " + mode_names() + ", got '" + args.mode + "'");
   if (args.hif8_target != 0.0f && m->x != DType::HiFloat8)
@@ -170,7 +180,7 @@ CallTypes call_types(const OperatorArgs& args) {
   t.mode = t.fused ? &fused_mode(args) : nullptr;
   if (!t.fused) check_quantized_inputs_given(args);
   t.x_dtype =
-      t.fused ? t.mode->x : parse_dtype_option("--x-dtype", args.x_dtype, contract::kXDtypes, "a quantized input type");
+      t.fused ? t.mode->x : parse_x_dtype_option("--x-dtype", args.x_dtype, "a quantized input type");
   if (t.fused)
     t.scales_dtype = t.mode->scales;
   else if (!args.scales_dtype.empty())
@@ -200,6 +210,35 @@ DType scales_dtype_of(const std::string& path, const npy::Array& s, const std::o
                                       "; expected float32 ('<f4', fp32 scales) or uint8 ('|u1', E8M0 scales)");
 }
 
+// H as the scales say it (KG (..., H/128), MX (..., H/64, 2) for an x of `x_rank`
+// dimensions), or 0 when their shape is not of that form (the operator then says why).
+int64_t scales_h(const npy::Array& s, DType scales_dtype, std::size_t x_rank) {
+  const std::vector<int64_t>& sh = s.shape;
+  if (contract::is_mx(scales_dtype))
+    return sh.size() == x_rank + 1 && sh.back() == static_cast<int64_t>(contract::kMxScalePair)
+               ? sh[sh.size() - 2] * static_cast<int64_t>(contract::kMxHMultiple)
+               : 0;
+  return sh.size() == x_rank && !sh.empty() ? sh.back() * static_cast<int64_t>(contract::kKgGroup) : 0;
+}
+
+// A 4-bit x file's logical shape: the last dimension doubled (two codes a byte). When the
+// scales give another H, a file error saying what the last dimension should be (a file of
+// one code a byte, say).
+std::vector<int64_t> fp4_x_shape(const std::string& path, const RankData& d, DType x_dtype) {
+  if (d.x.shape.empty())
+    throw CliError(ErrorKind::File, path + ": a " + std::string(dtype_name(x_dtype)) +
+                                        " x must have a shape (BS, H/2) or (B, S, H/2), got a scalar");
+  std::vector<int64_t> logical = npy::fp4_logical_shape(d.x.shape);
+  const int64_t h = scales_h(d.scales, d.scales_dtype, d.x.shape.size());
+  if (h > 0 && h != logical.back())
+    throw CliError(ErrorKind::File,
+                   path + ": " + std::string(dtype_name(x_dtype)) + " x is packed, two codes a byte, so its last " +
+                       "dimension must be H/2 = " + std::to_string(h / 2) + " for the scales' H = " +
+                       std::to_string(h) + "; got shape " + shape_text(d.x.shape) + " (H = " +
+                       std::to_string(logical.back()) + ")");
+  return logical;
+}
+
 // Rank r's inputs, read from the patterns, and its zeroed output.
 RankData load_rank(Op op, const OperatorArgs& args, const CallTypes& t, int r, int n) {
   RankData d;
@@ -217,7 +256,9 @@ RankData load_rank(Op op, const OperatorArgs& args, const CallTypes& t, int r, i
     d.scales_dtype = scales_dtype_of(sp, d.scales, t.scales_dtype);
     check_file_type(sp, d.scales, d.scales_dtype, "scales");
   }
-  d.out_shape = expected_output_shape(op, d.x.shape, n);
+  d.x_shape = !t.fused && is_4bit_format(t.x_dtype) ? fp4_x_shape(expand_rank(args.x_pattern, r), d, t.x_dtype)
+                                                    : d.x.shape;
+  d.out_shape = expected_output_shape(op, d.x_shape, n);
   std::size_t count = 1;
   for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
   d.out.assign(count * dtype_size(t.out_dtype), 0);
@@ -235,9 +276,12 @@ void print_summary(Op op, const OperatorArgs& args, const CallTypes& t, const Ra
                 shape_text(first.x.shape).c_str(), t.mode->name, out.c_str(), shape_text(first.out_shape).c_str(),
                 outputs.front().first.c_str());
   } else {
+    const std::string x_shape = shape_text(first.x_shape) + (first.x_shape != first.x.shape
+                                                                  ? " (packed: uint8 " + shape_text(first.x.shape) + ")"
+                                                                  : std::string());
     std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", command_name(op),
-                runner.size(), runner.transport(), std::string(dtype_name(t.x_dtype)).c_str(),
-                shape_text(first.x.shape).c_str(), std::string(dtype_name(first.scales_dtype)).c_str(),
+                runner.size(), runner.transport(), std::string(dtype_name(t.x_dtype)).c_str(), x_shape.c_str(),
+                std::string(dtype_name(first.scales_dtype)).c_str(),
                 shape_text(first.scales.shape).c_str(), out.c_str(), shape_text(first.out_shape).c_str(),
                 outputs.front().first.c_str());
   }
@@ -258,7 +302,7 @@ void run_ranks(Op op, const OperatorArgs& args, const CallTypes& t, RankRunner& 
       d.result = PreparedCall(op, in, cfg, o).run(group);
       return;
     }
-    TensorArg x{t.x_dtype, d.x.shape, d.x.data.data()};
+    TensorArg x{t.x_dtype, d.x_shape, d.x.data.data()};
     TensorArg s{d.scales_dtype, d.scales.shape, d.scales.data.data()};
     d.result = call_operator(op, group, x, s, o);
   });
@@ -307,10 +351,13 @@ void add_operator_command(CLI::App& app, Op op) {
                              "the full sum over ranks");
   auto args = std::make_shared<OperatorArgs>();
   sub->add_option("--ranks,-n", args->ranks,
-                  "Number of ranks (the operators accept 2, 4 or 8), run as threads; under mpirun one rank per "
-                  "process: omit it or give the number of processes")
+                  "Number of ranks (the operators accept " + contract::rank_count_rule(settings::Contract::Vendor) +
+                      "; QCOLL_CONTRACT=extended: " + contract::rank_count_rule(settings::Contract::Extended) +
+                      "), run as threads; under mpirun one rank per process: omit it or give the number of processes")
       ->each([args](const std::string&) { args->ranks_given = true; });
-  sub->add_option("--x-dtype", args->x_dtype, "Type of x: int8, hifloat8, float8_e4m3fn (e4m3), float8_e5m2 (e5m2)")
+  sub->add_option("--x-dtype", args->x_dtype,
+                  "Type of x: int8, hifloat8, float8_e4m3fn (e4m3), float8_e5m2 (e5m2); QCOLL_CONTRACT=extended adds "
+                  "float4_e2m1 (e2m1, float4_e2m1fn) and float4_e1m2 (e1m2), read packed")
       ->each([args](const std::string&) { args->x_dtype_given = true; });
   sub->add_option("--scales-dtype", args->scales_dtype,
                   "Type of scales: float (per-group 128) or float8_e8m0 (MX); default: float for a float32 file, "
@@ -318,12 +365,15 @@ void add_operator_command(CLI::App& app, Op op) {
       ->each([args](const std::string&) { args->scales_dtype_given = true; });
   sub->add_option("--out-dtype", args->out_dtype, "Output type: float, float16 or bfloat16 (stored as uint16 bits)")
       ->capture_default_str();
-  sub->add_option("--x", args->x_pattern, "x file of each rank; {rank} is replaced by the rank (int8/uint8 .npy)");
+  sub->add_option("--x", args->x_pattern,
+                  "x file of each rank; {rank} is replaced by the rank (int8/uint8 .npy; 4-bit x: uint8 with the last "
+                  "dimension H/2, two codes a byte, the even element in bits 0-3)");
   sub->add_option("--scales", args->scales_pattern, "Scales file of each rank, with {rank} (float32 or uint8 .npy)");
   sub->add_option("--in", args->in_pattern,
                   "Instead of --x and --scales: the float input of each rank, with {rank} (float32, float16, or "
                   "uint16 holding bfloat16 bits), quantized in --mode by the fused operator");
-  sub->add_option("--mode", args->mode, "With --in: " + mode_names() + " (int8, hif8, e4m3, e5m2 name the KG modes)");
+  sub->add_option("--mode", args->mode,
+                  "With --in: " + mode_help() + "; a KG mode may be named by its format alone (int8, e2m1, ...)");
   sub->add_option("--hif8-target", args->hif8_target, "With --in --mode kg-hif8: scale = amax / target (0: default)");
   sub->add_option("--out", args->out_pattern, "Output file of each rank, with {rank}")->required();
   sub->add_flag("--quiet,-q", args->quiet, "Print nothing on success");

@@ -2,6 +2,10 @@
 // with the library's quantizers (contract.md §quantizers), one pair of files per rank.
 //
 //   qcoll quantize --ranks 4 --in act{rank}.npy --x-dtype e4m3 --scales-dtype e8m0 --x x{rank}.npy --scales s{rank}.npy
+//
+// Under QCOLL_CONTRACT=extended also the 4-bit x dtypes (float4_e2m1, float4_e1m2; §ext-fp4):
+// their x file is packed, uint8 with the last dimension H/2 (two codes a byte, the even
+// element in bits 0-3).
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -27,11 +31,6 @@ struct QuantizeArgs {
   float hif8_target = 0.0f;
   std::string x_pattern, scales_pattern;
 };
-
-// The arguments' message as an argument error naming the option: "--x-dtype: ...".
-void require(const Status& st, const char* option) {
-  if (!st.ok()) throw CliError(ErrorKind::Argument, option + st.message.substr(st.message.find(':')));
-}
 
 // One rank's float32 input as x and scales arrays; throws CliError naming `path`.
 std::pair<npy::Array, npy::Array> quantize_file(const std::string& path, DType x_dtype, DType s_dtype,
@@ -59,7 +58,7 @@ std::pair<npy::Array, npy::Array> quantize_file(const std::string& path, DType x
 
   npy::Array x;
   x.type = x_dtype == DType::Int8 ? npy::ElemType::Int8 : npy::ElemType::UInt8;
-  x.shape = in.shape;
+  x.shape = is_4bit_format(x_dtype) ? npy::fp4_packed_shape(in.shape) : in.shape;  // H even: checked above
   x.data = std::move(q.q);
   npy::Array s;
   s.type = contract::is_mx(s_dtype) ? npy::ElemType::UInt8 : npy::ElemType::Float32;
@@ -70,12 +69,15 @@ std::pair<npy::Array, npy::Array> quantize_file(const std::string& path, DType x
 }
 
 int run_quantize(const QuantizeArgs& a) {
-  const DType x_dtype = parse_dtype_option("--x-dtype", a.x_dtype, contract::kXDtypes, "a quantized type");
+  const DType x_dtype = parse_x_dtype_option("--x-dtype", a.x_dtype, "a quantized type");
   const DType s_dtype = parse_dtype_option("--scales-dtype", a.scales_dtype, contract::kScalesDtypes, "a scales type");
-  require(contract::check_quant_dtypes(x_dtype, s_dtype), "--x-dtype");
   if (a.hif8_target != 0.0f && (x_dtype != DType::HiFloat8 || contract::is_mx(s_dtype)))
     throw CliError(ErrorKind::Argument, "--hif8-target: applies to --x-dtype hifloat8 with float scales only");
-  require(contract::check_hif8_target(a.hif8_target), "--hif8-target");
+  // The quantizers' rule under the contract, with the options' names (H: each file's, below).
+  const contract::QuantParamNames names{"--x-dtype", "--scales-dtype", "--hif8-target"};
+  const Status st =
+      contract::check_quant_call(x_dtype, s_dtype, contract::h_multiple(s_dtype), a.hif8_target, current_contract(), names);
+  if (!st.ok()) throw CliError(ErrorKind::Argument, st.message);
   require_in_range("--ranks", a.ranks, 1, 1024);
   check_rank_pattern("--in", a.in_pattern, a.ranks);
   check_rank_pattern("--x", a.x_pattern, a.ranks);
@@ -101,11 +103,17 @@ const CommandRegistrar reg_quantize([](CLI::App& app) {
   sub->add_option("--ranks,-n", args->ranks, "Number of ranks (files)")->capture_default_str();
   sub->add_option("--in", args->in_pattern, "float32 input (BS, H) or (B, S, H); {rank} is replaced by the rank")
       ->required();
-  sub->add_option("--x-dtype", args->x_dtype, "int8, hifloat8, float8_e4m3fn (e4m3) or float8_e5m2 (e5m2)")->required();
+  sub->add_option("--x-dtype", args->x_dtype,
+                  "int8, hifloat8, float8_e4m3fn (e4m3) or float8_e5m2 (e5m2); QCOLL_CONTRACT=extended adds "
+                  "float4_e2m1 (e2m1, float4_e2m1fn) and float4_e1m2 (e1m2), written packed")
+      ->required();
   sub->add_option("--scales-dtype", args->scales_dtype, "float (per-token-per-group 128) or float8_e8m0 (MX, group 32)")
       ->capture_default_str();
   sub->add_option("--hif8-target", args->hif8_target, "HiF8 only: scale = amax / target (default: the library's)");
-  sub->add_option("--x", args->x_pattern, "Output x file (int8 or uint8 .npy)")->required();
+  sub->add_option("--x", args->x_pattern,
+                  "Output x file (int8 or uint8 .npy; 4-bit x: uint8 with the last dimension H/2, two codes a byte, "
+                  "the even element in bits 0-3)")
+      ->required();
   sub->add_option("--scales", args->scales_pattern, "Output scales file (float32 or uint8 .npy)")->required();
   set_action(sub, [args] { return run_quantize(*args); });
 });

@@ -262,6 +262,18 @@ std::size_t Array::count() const {
   return n;
 }
 
+std::vector<int64_t> fp4_logical_shape(const std::vector<int64_t>& packed) {
+  std::vector<int64_t> s = packed;
+  if (!s.empty()) s.back() *= 2;
+  return s;
+}
+
+std::vector<int64_t> fp4_packed_shape(const std::vector<int64_t>& logical) {
+  std::vector<int64_t> s = logical;
+  if (!s.empty()) s.back() /= 2;
+  return s;
+}
+
 namespace {
 
 // The header's text (the dict, ending in a newline) after the magic, version and length.

@@ -41,6 +41,14 @@ class NpyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Packed 4-bit data (contract.md §ext-fp4-layout) in .npy files: uint8 arrays whose last
+// dimension is H/2 for a tensor of logical shape (..., H), two codes a byte, the element of
+// even flat index in bits 0-3. The logical shape of such an array (its last dimension
+// doubled), and the array's shape for a logical one (the last dimension halved: the caller
+// checks it is even). An empty shape stays empty.
+std::vector<int64_t> fp4_logical_shape(const std::vector<int64_t>& packed);
+std::vector<int64_t> fp4_packed_shape(const std::vector<int64_t>& logical);
+
 // Limits the reader enforces.
 constexpr std::size_t kMaxHeaderLen = 1 << 20;  // bytes of the header dict
 constexpr std::size_t kMaxDims = 32;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `qcoll reduce-scatter` / `all-reduce` / `demo` under mpirun (one rank per process, {rank} = the
 # process's rank) write the same files, byte for byte, as the same commands with ranks as
-# threads; on both one-process transports (shm, and mpi forced with QCOLL_TRANSPORT).
+# threads; on both one-process transports (shm, and mpi forced with QCOLL_TRANSPORT). Under the
+# extended contract (contract.md §ext), passed on with -x QCOLL_CONTRACT: packed 4-bit x on 3
+# processes (a rank count only it allows), and the refusal when the ranks' contracts differ.
 # Usage: cli_mpirun.sh MPIRUN QCOLL     (exit 77 = skipped: no numpy to write the inputs)
 set -uo pipefail
 MPIRUN=$1; QCOLL=$(realpath "$2")
@@ -33,6 +35,38 @@ for op in reduce-scatter all-reduce; do
     done
   done
 done
+# The extended contract: 4-bit x (packed uint8 files, last dimension H/2) quantized by qcoll on 3
+# ranks, the operators as 3 threads and as 3 processes (shm, mpi): the same bytes.
+check env QCOLL_CONTRACT=extended "$QCOLL" generate --ranks 3 --bs 48 --hidden 1024 --seed 5 --out 'fa{rank}.npy'
+for mode in "kg float4_e2m1 float" "mx e1m2 float8_e8m0"; do
+  set -- $mode; p=f$1; xd=$2; sd=$3
+  check env QCOLL_CONTRACT=extended "$QCOLL" quantize --ranks 3 --in 'fa{rank}.npy' --x-dtype "$xd" --scales-dtype "$sd" \
+    --x "${p}x{rank}.npy" --scales "${p}s{rank}.npy"
+  for op in reduce-scatter all-reduce; do
+    args=(--x-dtype "$xd" --x "${p}x{rank}.npy" --scales "${p}s{rank}.npy" --out-dtype float -q)
+    check env QCOLL_CONTRACT=extended "$QCOLL" "$op" --ranks 3 "${args[@]}" --out "t-$op-$p{rank}.npy"
+    check "${MPI[@]}" -x QCOLL_CONTRACT=extended -np 3 "$QCOLL" "$op" "${args[@]}" --out "s-$op-$p{rank}.npy"
+    check "${MPI[@]}" -x QCOLL_CONTRACT=extended -x QCOLL_TRANSPORT=mpi -np 3 "$QCOLL" "$op" "${args[@]}" \
+      --out "m-$op-$p{rank}.npy"
+    for r in 0 1 2; do
+      check cmp "t-$op-$p$r.npy" "s-$op-$p$r.npy"
+      check cmp "t-$op-$p$r.npy" "m-$op-$p$r.npy"
+    done
+  done
+done
+# Without it every process keeps vendor: the 4-bit x dtype is an argument error on every rank.
+out=$("${MPI[@]}" -np 2 "$QCOLL" all-reduce --x-dtype float4_e2m1 --x 'fkgx{rank}.npy' --scales 'fkgs{rank}.npy' \
+      --out 'bad{rank}.npy' 2>&1)
+check grep -q "float4_e2m1 needs QCOLL_CONTRACT=extended" <<<"$out"
+check test ! -e bad0.npy
+# Ranks whose contracts differ (one process extended, the other vendor) fail the call on every
+# rank, the message naming both contracts, and write nothing: why the launchers pass it on.
+out=$("${MPI[@]}" -np 1 env QCOLL_CONTRACT=extended "$QCOLL" all-reduce --x-dtype int8 --x 'kx{rank}.npy' \
+      --scales 'ks{rank}.npy' --out 'mixed{rank}.npy' : -np 1 "$QCOLL" all-reduce --x-dtype int8 --x 'kx{rank}.npy' \
+      --scales 'ks{rank}.npy' --out 'mixed{rank}.npy' 2>&1)
+check grep -q "RUNTIME_ERROR" <<<"$out"
+check grep -q "QCOLL_CONTRACT: vendor (rank 1) vs extended (rank 0)" <<<"$out"
+check test ! -e mixed0.npy
 # --ranks that differs from the number of processes: an argument error (exit 2) on every rank.
 out=$("${MPI[@]}" -np 2 "$QCOLL" all-reduce --ranks 4 --x-dtype int8 --x 'kx{rank}.npy' --scales 'ks{rank}.npy' \
       --out 'bad{rank}.npy' 2>&1)
