@@ -87,8 +87,8 @@ class CliBench : public ::testing::Test {
       rs += is_rs;
       const std::string mode = r["mode"].get<std::string>();
       // Per rank: fp32 input 64*1024*4 bytes; 8-bit x (4-bit x: half a byte an element,
-      // contract.md §ext-fp4) plus scales (KG: 4 bytes per 128, MX: 1 byte per 32); a reduce-scatter sends (n-1)/n of it, an all-reduce the less of
-      // that plus (n-1)/n of the bf16 output (reduce-scatter + all-gather) and n-1 times
+      // contract.md §ext-fp4) plus scales (KG: 4 bytes per 128, MX: 1 byte per 32); a reduce-scatter sends (n-1)/n of
+      // it, an all-reduce the less of that plus (n-1)/n of the bf16 output (reduce-scatter + all-gather) and n-1 times
       // the quantized input (the gather); the fp32/bf16 peers (n-1)/n of their input, x2.
       const double elems = 64.0 * 1024.0, frac = (n - 1.0) / n;
       const bool fp4 = mode.find("e2m1") != std::string::npos || mode.find("e1m2") != std::string::npos;
@@ -342,7 +342,8 @@ TEST_F(CliBench, ExtendedContractFourBitModesAndSixteenRanks) {
 
 // The default modes are the contract's: the vendor's six, under extended also the 4-bit four.
 TEST_F(CliBench, DefaultModesAreTheContracts) {
-  const std::string args = "bench --ranks 2 --sizes 64x1024 --ops reduce-scatter --repeats 1 --warmup 0 --json t.json -q";
+  const std::string args =
+      "bench --ranks 2 --sizes 64x1024 --ops reduce-scatter --repeats 1 --warmup 0 --json t.json -q";
   for (const bool extended : {false, true}) {
     SCOPED_TRACE(extended ? "extended" : "vendor");
     RunResult r = run(extended ? "env QCOLL_CONTRACT=extended" : "", args);

@@ -208,9 +208,9 @@ TEST(CliFormats, FourBitFormats) {
   r = run_cli({"formats", "encode", "float4_e2m1fn", "0.25", "0.75", "1.25", "1.75", "2.5", "3.5", "5", "5.5", "1e9",
                "-inf", "-0", "-0.1", "nan"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "0x0 0\n0x2 1\n0x2 1\n0x4 2\n0x4 2\n0x6 4\n0x6 4\n0x7 6\n0x7 6\n0xF -6\n0x8 -0\n0x8 -0\n0x0 0\n");
-  r = run_cli({"formats", "encode", "e1m2", "0.125", "0.375", "0.875", "1.125", "1.625", "1.8125", "-100", "--saturate"});
+  EXPECT_EQ(r.out, "0x0 0\n0x2 1\n0x2 1\n0x4 2\n0x4 2\n0x6 4\n0x6 4\n0x7 6\n0x7 6\n0xF -6\n0x8 -0\n0x8 -0\n0x0 0\n");
+  r = run_cli(
+      {"formats", "encode", "e1m2", "0.125", "0.375", "0.875", "1.125", "1.625", "1.8125", "-100", "--saturate"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "0x0 0\n0x2 0.5\n0x4 1\n0x4 1\n0x6 1.5\n0x7 1.75\n0xF -1.75\n");
 }

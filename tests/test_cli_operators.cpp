@@ -809,9 +809,9 @@ TEST_F(CliFp4, QuantizeThenOperateAndFused) {
   for (const Fp4Case& c : cases) {
     SCOPED_TRACE(std::string(c.fmt->name) + (c.mx ? " MX" : " KG") + ", " + std::to_string(c.n) + " ranks");
     const auto act = write_activations(c, seed += 10);
-    RunResult q = run_extended("quantize --ranks " + std::to_string(c.n) + " --in 'act{rank}.npy' --x-dtype " +
-                               c.fmt->name + " --scales-dtype " + (c.mx ? "e8m0" : "float") +
-                               " --x 'x{rank}.npy' --scales 's{rank}.npy'");
+    RunResult q =
+        run_extended("quantize --ranks " + std::to_string(c.n) + " --in 'act{rank}.npy' --x-dtype " + c.fmt->name +
+                     " --scales-dtype " + (c.mx ? "e8m0" : "float") + " --x 'x{rank}.npy' --scales 's{rank}.npy'");
     ASSERT_EQ(q.exit_code, 0) << q.err;
     std::vector<RankInput> want;
     for (int r = 0; r < c.n; ++r) {
@@ -933,8 +933,8 @@ TEST_F(CliTest, DemoExtendedHasFourBitRowsAndThreeRanks) {
   EXPECT_EQ(j["ranks"], 3);
   EXPECT_EQ(j["contract"], "extended");
   const auto& rows = j["rows"];
-  const std::vector<std::string> expected = {"bf16-ring", "int8",    "hif8", "e4m3", "e5m2",   "mx-e4m3",
-                                             "mx-e5m2",   "e2m1",    "e1m2", "mx-e2m1", "mx-e1m2"};
+  const std::vector<std::string> expected = {"bf16-ring", "int8", "hif8", "e4m3",    "e5m2",   "mx-e4m3",
+                                             "mx-e5m2",   "e2m1", "e1m2", "mx-e2m1", "mx-e1m2"};
   ASSERT_EQ(rows.size(), expected.size()) << r.out;
   const double elems = 48.0 * 1024.0, int8_rms = rows[1]["rel_rms_error"].get<double>();
   for (std::size_t i = 7; i < rows.size(); ++i) {

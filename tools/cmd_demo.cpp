@@ -398,8 +398,8 @@ const CommandRegistrar reg_demo([](CLI::App& app) {
       app.add_subcommand("demo", "Quantized reduce-scatter on realistic activations: bytes, time and error per mode");
   auto args = std::make_shared<DemoArgs>();
   sub->add_option("--ranks,-n", args->ranks,
-                  "Ranks (" + contract::rank_count_rule(settings::Contract::Vendor) + "; QCOLL_CONTRACT=extended: " +
-                      contract::rank_count_rule(settings::Contract::Extended) +
+                  "Ranks (" + contract::rank_count_rule(settings::Contract::Vendor) +
+                      "; QCOLL_CONTRACT=extended: " + contract::rank_count_rule(settings::Contract::Extended) +
                       "); under mpirun: the number of processes")
       ->capture_default_str()
       ->each([args](const std::string&) { args->ranks_given = true; });

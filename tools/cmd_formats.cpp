@@ -52,7 +52,8 @@ std::optional<float> parse_value(const std::string& token) {
 DType parse_dtype_or_fail(const std::string& arg) {
   const auto t = parse_dtype(arg);
   if (!t)
-    fail("unknown dtype '" + arg + "'; expected one of " + kEightBitNames + ", " + kFourBitNames + ", float16, bfloat16");
+    fail("unknown dtype '" + arg + "'; expected one of " + kEightBitNames + ", " + kFourBitNames +
+         ", float16, bfloat16");
   return *t;
 }
 

@@ -95,7 +95,7 @@ npy::ElemType output_elem_type(DType out) {
 
 struct RankData {
   int rank = 0;
-  npy::Array x, scales;         // fused operators: x holds the float input
+  npy::Array x, scales;          // fused operators: x holds the float input
   std::vector<int64_t> x_shape;  // x's logical shape: x.shape, or for 4-bit x the unpacked one
   DType scales_dtype = DType::Float;
   std::vector<int64_t> out_shape;
@@ -179,8 +179,7 @@ CallTypes call_types(const OperatorArgs& args) {
   t.fused = !args.in_pattern.empty();
   t.mode = t.fused ? &fused_mode(args) : nullptr;
   if (!t.fused) check_quantized_inputs_given(args);
-  t.x_dtype =
-      t.fused ? t.mode->x : parse_x_dtype_option("--x-dtype", args.x_dtype, "a quantized input type");
+  t.x_dtype = t.fused ? t.mode->x : parse_x_dtype_option("--x-dtype", args.x_dtype, "a quantized input type");
   if (t.fused)
     t.scales_dtype = t.mode->scales;
   else if (!args.scales_dtype.empty())
@@ -231,11 +230,11 @@ std::vector<int64_t> fp4_x_shape(const std::string& path, const RankData& d, DTy
   std::vector<int64_t> logical = npy::fp4_logical_shape(d.x.shape);
   const int64_t h = scales_h(d.scales, d.scales_dtype, d.x.shape.size());
   if (h > 0 && h != logical.back())
-    throw CliError(ErrorKind::File,
-                   path + ": " + std::string(dtype_name(x_dtype)) + " x is packed, two codes a byte, so its last " +
-                       "dimension must be H/2 = " + std::to_string(h / 2) + " for the scales' H = " +
-                       std::to_string(h) + "; got shape " + shape_text(d.x.shape) + " (H = " +
-                       std::to_string(logical.back()) + ")");
+    throw CliError(ErrorKind::File, path + ": " + std::string(dtype_name(x_dtype)) +
+                                        " x is packed, two codes a byte, so its last " +
+                                        "dimension must be H/2 = " + std::to_string(h / 2) +
+                                        " for the scales' H = " + std::to_string(h) + "; got shape " +
+                                        shape_text(d.x.shape) + " (H = " + std::to_string(logical.back()) + ")");
   return logical;
 }
 
@@ -256,8 +255,8 @@ RankData load_rank(Op op, const OperatorArgs& args, const CallTypes& t, int r, i
     d.scales_dtype = scales_dtype_of(sp, d.scales, t.scales_dtype);
     check_file_type(sp, d.scales, d.scales_dtype, "scales");
   }
-  d.x_shape = !t.fused && is_4bit_format(t.x_dtype) ? fp4_x_shape(expand_rank(args.x_pattern, r), d, t.x_dtype)
-                                                    : d.x.shape;
+  d.x_shape =
+      !t.fused && is_4bit_format(t.x_dtype) ? fp4_x_shape(expand_rank(args.x_pattern, r), d, t.x_dtype) : d.x.shape;
   d.out_shape = expected_output_shape(op, d.x_shape, n);
   std::size_t count = 1;
   for (int64_t v : d.out_shape) count *= static_cast<std::size_t>(v);
@@ -276,14 +275,13 @@ void print_summary(Op op, const OperatorArgs& args, const CallTypes& t, const Ra
                 shape_text(first.x.shape).c_str(), t.mode->name, out.c_str(), shape_text(first.out_shape).c_str(),
                 outputs.front().first.c_str());
   } else {
-    const std::string x_shape = shape_text(first.x_shape) + (first.x_shape != first.x.shape
-                                                                  ? " (packed: uint8 " + shape_text(first.x.shape) + ")"
-                                                                  : std::string());
+    const std::string x_shape =
+        shape_text(first.x_shape) +
+        (first.x_shape != first.x.shape ? " (packed: uint8 " + shape_text(first.x.shape) + ")" : std::string());
     std::printf("qcoll %s: %d ranks (%s), x %s %s, scales %s %s -> %s %s per rank; wrote %s", command_name(op),
                 runner.size(), runner.transport(), std::string(dtype_name(t.x_dtype)).c_str(), x_shape.c_str(),
-                std::string(dtype_name(first.scales_dtype)).c_str(),
-                shape_text(first.scales.shape).c_str(), out.c_str(), shape_text(first.out_shape).c_str(),
-                outputs.front().first.c_str());
+                std::string(dtype_name(first.scales_dtype)).c_str(), shape_text(first.scales.shape).c_str(),
+                out.c_str(), shape_text(first.out_shape).c_str(), outputs.front().first.c_str());
   }
   if (outputs.size() > 1) std::printf(" .. %s", outputs.back().first.c_str());
   std::printf("\n");

@@ -75,8 +75,8 @@ int run_quantize(const QuantizeArgs& a) {
     throw CliError(ErrorKind::Argument, "--hif8-target: applies to --x-dtype hifloat8 with float scales only");
   // The quantizers' rule under the contract, with the options' names (H: each file's, below).
   const contract::QuantParamNames names{"--x-dtype", "--scales-dtype", "--hif8-target"};
-  const Status st =
-      contract::check_quant_call(x_dtype, s_dtype, contract::h_multiple(s_dtype), a.hif8_target, current_contract(), names);
+  const Status st = contract::check_quant_call(x_dtype, s_dtype, contract::h_multiple(s_dtype), a.hif8_target,
+                                               current_contract(), names);
   if (!st.ok()) throw CliError(ErrorKind::Argument, st.message);
   require_in_range("--ranks", a.ranks, 1, 1024);
   check_rank_pattern("--in", a.in_pattern, a.ranks);

@@ -97,10 +97,9 @@ std::vector<const Mode*> parse_mode_list(const std::string& option, const std::s
   for (const std::string& item : split_list(text)) {
     const Mode* m = find_mode(option, item);
     if (m == nullptr)
-      throw CliError(ErrorKind::Argument, option + ": unknown mode '" + item + "' (expected all or a comma list of " +
-                                              mode_names() + "; " +
-                                              contract::quant_mode_short_names(current_contract()) +
-                                              " also name the KG modes)");
+      throw CliError(ErrorKind::Argument,
+                     option + ": unknown mode '" + item + "' (expected all or a comma list of " + mode_names() + "; " +
+                         contract::quant_mode_short_names(current_contract()) + " also name the KG modes)");
     bool seen = false;
     for (const Mode* o : out) seen = seen || o == m;
     if (!seen) out.push_back(m);
