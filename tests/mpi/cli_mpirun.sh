@@ -61,8 +61,9 @@ check grep -q "float4_e2m1 needs QCOLL_CONTRACT=extended" <<<"$out"
 check test ! -e bad0.npy
 # Ranks whose contracts differ (one process extended, the other vendor) fail the call on every
 # rank, the message naming both contracts, and write nothing: why the launchers pass it on.
+# (An -x option holds for its own app context only: the second one repeats HCCL_BUFFSIZE.)
 out=$("${MPI[@]}" -np 1 env QCOLL_CONTRACT=extended "$QCOLL" all-reduce --x-dtype int8 --x 'kx{rank}.npy' \
-      --scales 'ks{rank}.npy' --out 'mixed{rank}.npy' : -np 1 "$QCOLL" all-reduce --x-dtype int8 --x 'kx{rank}.npy' \
+      --scales 'ks{rank}.npy' --out 'mixed{rank}.npy' : -x HCCL_BUFFSIZE=16 -np 1 "$QCOLL" all-reduce --x-dtype int8 --x 'kx{rank}.npy' \
       --scales 'ks{rank}.npy' --out 'mixed{rank}.npy' 2>&1)
 check grep -q "RUNTIME_ERROR" <<<"$out"
 check grep -q "QCOLL_CONTRACT: vendor (rank 1) vs extended (rank 0)" <<<"$out"
