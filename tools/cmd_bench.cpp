@@ -475,6 +475,23 @@ void run_ranks(RankRunner& runner, RankJob& job) {
   throw CliError(ErrorKind::Status, job.error, job.error_status);
 }
 
+// The n ranks against the contract's rank counts, --ranks, --ranks-per-host and the sizes.
+void check_rank_count(const BenchArgs& args, const BenchPlan& plan, int n, settings::Contract c) {
+  if (!contract::rank_count_allowed(n, c))
+    throw CliError(ErrorKind::Argument, std::string(plan.use_mpi ? "the MPI processes" : "--ranks") + " must be " +
+                                            contract::rank_count_rule(c) + ", got " + std::to_string(n));
+  if (plan.use_mpi && args.ranks != 0 && args.ranks != n)
+    throw CliError(ErrorKind::Argument, "--ranks " + std::to_string(args.ranks) + " differs from the " +
+                                            std::to_string(n) + " MPI processes");
+  if (n % args.ranks_per_host != 0)
+    throw CliError(ErrorKind::Argument, "--ranks-per-host: must divide the " + std::to_string(n) + " ranks, got " +
+                                            std::to_string(args.ranks_per_host));
+  for (const Size& s : plan.sizes)
+    if (s.bs % n != 0)
+      throw CliError(ErrorKind::Argument, "--sizes: BS " + std::to_string(s.bs) + " is not a multiple of the " +
+                                              std::to_string(n) + " ranks");
+}
+
 int bench_command(const BenchArgs& args) {
   if (!args.from_json.empty()) return merge_command(args);
   const BenchPlan plan = make_plan(args);
@@ -487,19 +504,7 @@ int bench_command(const BenchArgs& args) {
   {
     std::unique_ptr<RankRunner> runner = plan.use_mpi ? make_mpi_runner("qcoll-bench") : make_thread_runner(args.ranks);
     const int n = runner->size();
-    if (!contract::rank_count_allowed(n, c))
-      throw CliError(ErrorKind::Argument, std::string(plan.use_mpi ? "the MPI processes" : "--ranks") + " must be " +
-                                              contract::rank_count_rule(c) + ", got " + std::to_string(n));
-    if (plan.use_mpi && args.ranks != 0 && args.ranks != n)
-      throw CliError(ErrorKind::Argument, "--ranks " + std::to_string(args.ranks) + " differs from the " +
-                                              std::to_string(n) + " MPI processes");
-    if (n % args.ranks_per_host != 0)
-      throw CliError(ErrorKind::Argument, "--ranks-per-host: must divide the " + std::to_string(n) + " ranks, got " +
-                                              std::to_string(args.ranks_per_host));
-    for (const Size& s : plan.sizes)
-      if (s.bs % n != 0)
-        throw CliError(ErrorKind::Argument, "--sizes: BS " + std::to_string(s.bs) + " is not a multiple of the " +
-                                                std::to_string(n) + " ranks");
+    check_rank_count(args, plan, n, c);
     std::unique_ptr<RankSync> sync = plan.use_mpi ? make_mpi_sync() : make_thread_sync(n);
     PeerSet peer_set;
     if (!plan.peer_families.empty()) peer_set = make_peers(plan.peer_families, args.plugins);
