@@ -3,7 +3,8 @@
 # process's rank) write the same files, byte for byte, as the same commands with ranks as
 # threads; on both one-process transports (shm, and mpi forced with QCOLL_TRANSPORT). Under the
 # extended contract (contract.md §ext), passed on with -x QCOLL_CONTRACT: packed 4-bit x on 3
-# processes (a rank count only it allows), and the refusal when the ranks' contracts differ.
+# processes (a rank count only it allows), the demo's 4-bit rows on 3 processes, and the refusal when
+# the ranks' contracts differ.
 # Usage: cli_mpirun.sh MPIRUN QCOLL     (exit 77 = skipped: no numpy to write the inputs)
 set -uo pipefail
 MPIRUN=$1; QCOLL=$(realpath "$2")
@@ -81,6 +82,18 @@ import json, sys
 t, m = json.load(open("demo-threads.json")), json.load(open("demo-mpi.json"))
 assert t["transport"] == "threads" and m["transport"] in ("shm", "mpi"), (t["transport"], m["transport"])
 assert m["ranks"] == 4 and len(t["rows"]) == len(m["rows"]) == 7
+for a, b in zip(t["rows"], m["rows"]):
+    assert a["mode"] == b["mode"] and a["rel_rms_error"] == b["rel_rms_error"] and a["max_abs_error_rel"] == b["max_abs_error_rel"], (a, b)
+PY
+# The same under the extended contract: 3 ranks (threads, then 3 processes), 4-bit modes.
+ext=(--bs 48 --hidden 1024 --reps 1 --modes int8,e2m1,mx-e1m2 --json)
+check env QCOLL_CONTRACT=extended "$QCOLL" demo --ranks 3 "${ext[@]}" > demo4-threads.json
+check "${MPI[@]}" -x QCOLL_CONTRACT=extended -np 3 "$QCOLL" demo "${ext[@]}" > demo4-mpi.json
+check python3 - <<'PY'
+import json
+t, m = json.load(open("demo4-threads.json")), json.load(open("demo4-mpi.json"))
+assert t["contract"] == m["contract"] == "extended" and m["ranks"] == 3, (t["contract"], m["contract"], m["ranks"])
+assert [r["mode"] for r in m["rows"]] == ["bf16-ring", "int8", "e2m1", "mx-e1m2"], m["rows"]
 for a, b in zip(t["rows"], m["rows"]):
     assert a["mode"] == b["mode"] and a["rel_rms_error"] == b["rel_rms_error"] and a["max_abs_error_rel"] == b["max_abs_error_rel"], (a, b)
 PY
