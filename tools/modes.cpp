@@ -2,6 +2,7 @@
 #include "modes.hpp"
 
 #include <cctype>
+#include <span>
 
 #include "cli_args.hpp"
 #include "cli_error.hpp"
@@ -64,12 +65,12 @@ std::string Mode::types_text() const {
   return std::string(format()) + " + " + short_dtype_name(scales) + " per " + std::to_string(group());
 }
 
-std::span<const Mode> all_modes(Contract c) {
-  // The contract's modes are the first of every mode (contract.hpp: kQuantModes is the
-  // vendor's six, kExtendedQuantModes those and the 4-bit ones).
-  return std::span<const Mode>(table().modes).first(contract::quant_modes(c).size());
+std::vector<const Mode*> all_modes(Contract c) {
+  std::vector<const Mode*> out;
+  for (const contract::QuantMode& q : contract::quant_modes(c)) out.push_back(mode_of(q));
+  return out;
 }
-std::span<const Mode> all_modes() { return all_modes(current_contract()); }
+std::vector<const Mode*> all_modes() { return all_modes(current_contract()); }
 
 const Mode* find_mode(const std::string& option, std::string_view text) {
   // The spellings and the contract's refusal are the contract's (as in Python's mode=).
@@ -89,11 +90,8 @@ std::string mode_help() {
 }
 
 std::vector<const Mode*> parse_mode_list(const std::string& option, const std::string& text) {
+  if (text == "all") return all_modes();
   std::vector<const Mode*> out;
-  if (text == "all") {
-    for (const Mode& m : all_modes()) out.push_back(&m);
-    return out;
-  }
   for (const std::string& item : split_list(text)) {
     const Mode* m = find_mode(option, item);
     if (m == nullptr)

@@ -10,7 +10,6 @@
 // rows' "mode"). The functions without a Contract take the current one (cli_args.hpp:
 // current_contract).
 #pragma once
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +37,8 @@ struct Mode {
 };
 
 // The modes of contract c (of the current one), in the contract's order.
-std::span<const Mode> all_modes(settings::Contract c);
-std::span<const Mode> all_modes();
+std::vector<const Mode*> all_modes(settings::Contract c);
+std::vector<const Mode*> all_modes();
 // The mode named `text` (its name or its short name) under the current contract, or
 // nullptr for a name no contract has. A mode of the extended contract under vendor throws
 // CliError(Argument): "OPTION: mx-e2m1 needs QCOLL_CONTRACT=extended (the contract is vendor)".
