@@ -269,3 +269,20 @@ def test_bad_contract_setting_fails_only_fp4_quantizers(monkeypatch):
     qcoll.quantize_kg(x, "int8")  # the vendor's call: the setting is not read
     with pytest.raises(qcoll.InvalidParameterError, match="QCOLL_CONTRACT"):
         qcoll.quantize_kg(x, "float4_e2m1")
+
+
+def test_torch_modes_follow_the_contract():
+    pytest.importorskip("torch")
+    import qcoll.torch as qt
+
+    assert len(qt.MODES) == 6 and "mx-e2m1" not in qt.MODES
+    assert qt.EXTENDED_MODES["mx-e2m1"] == ("float4_e2m1", "float8_e8m0")
+    assert qt.EXTENDED_MODES["kg-e1m2"] == ("float4_e1m2", "float")
+    assert {m: qt.EXTENDED_MODES[m] for m in qt.MODES} == qt.MODES
+    state = qt.QuantHookState(mode="kg-e2m1", error_feedback=True)  # extended: taken (no group yet)
+    assert (state._reducer.x_dtype, state._reducer.scales_dtype) == ("float4_e2m1", "float")
+    qcoll.set_contract("vendor")
+    with pytest.raises(qcoll.InvalidParameterError, match=r"mode: kg-e2m1 needs QCOLL_CONTRACT=extended"):
+        qt.QuantHookState(mode="kg-e2m1")
+    with pytest.raises(qcoll.InvalidParameterError, match=r"mode: must be kg-int8, .* got 'kg-int4'"):
+        qt.QuantHookState(mode="kg-int4")
