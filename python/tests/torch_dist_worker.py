@@ -48,14 +48,17 @@ def inputs(k: int, xd: str, sd: str, shape):
     x = torch.from_numpy(codes)
     if xd in TORCH_X:
         x = x.view(TORCH_X[xd])
+    return x, scales(g, sd, shape)
+
+
+def scales(g, sd: str, shape) -> torch.Tensor:
+    """Finite scales for x of ``shape`` from numpy generator g: fp32 (KG) or E8M0 (MX)."""
     lead = tuple(shape[:-1])
     if sd == "float":
-        s = torch.from_numpy((g.random(lead + (shape[-1] // 128,)) * 2.0 ** g.integers(-8, 9, lead + (shape[-1] // 128,)))
-                             .astype(np.float32))
-    else:
-        s = torch.from_numpy(g.integers(120, 135, size=lead + (shape[-1] // 64, 2), dtype=np.uint8)).view(
-            torch.float8_e8m0fnu)
-    return x, s
+        return torch.from_numpy((g.random(lead + (shape[-1] // 128,)) * 2.0 ** g.integers(-8, 9, lead + (shape[-1] // 128,)))
+                                .astype(np.float32))
+    return torch.from_numpy(g.integers(120, 135, size=lead + (shape[-1] // 64, 2), dtype=np.uint8)).view(
+        torch.float8_e8m0fnu)
 
 
 def floats(k: int, shape, dtype=torch.float32):
@@ -277,18 +280,8 @@ def check_buckets(seen, mode: str, n: int, me: int) -> None:
     quantize = (lambda v: qcoll.quantize_mx(v, xd)) if sd == "float8_e8m0" else (lambda v: qcoll.quantize_kg(v, xd))
     for b in range(0, len(seen), 2):
         mine, got = seen[b], seen[b + 1]
-        every = [torch.empty_like(mine) for _ in range(n)]
-        dist.all_gather(every, mine)
+        every, padded, want = bucket_average(mine, quantize, xd, sd, n, me)
         numel = mine.numel()
-        rows = qt._padded_rows(numel, n)
-        padded = []
-        for t in every:
-            p = torch.zeros(rows * 1024)
-            p[:numel] = t
-            padded.append(p.view(rows, 1024))
-        want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_all_reduce(*quantize(padded[k]), tg, output_dtype=torch.float32,
-                                                                        x_dtype=xd, scales_dtype=sd))[me]
-        want = want.reshape(-1)[:numel] / n
         same_bits(got, want, f"ddp hook {mode} bucket {b // 2}")
         ref = torch.stack(every).mean(0)
         qerr = sum((qcoll.dequantize(*quantize(p)).reshape(-1)[:numel] - p.reshape(-1)[:numel]).abs()
@@ -297,6 +290,23 @@ def check_buckets(seen, mode: str, n: int, me: int) -> None:
         slack = 1e-6 * torch.stack(every).abs().mean(0)  # fp32 rounding of the two sums
         assert torch.all(err <= qerr + slack), (mode, float((err - qerr - slack).max()))
         assert float(err.max()) > 0, "a quantized average equal to the fp32 one: quantization did not happen"
+
+
+def bucket_average(mine: torch.Tensor, quantize, xd: str, sd: str, n: int, me: int):
+    """(every rank's bucket, each padded to the hook's (rows, 1024), and the average of their
+    quantized rows on the thread transport: the bits the hook must give)."""
+    every = [torch.empty_like(mine) for _ in range(n)]
+    dist.all_gather(every, mine)
+    numel = mine.numel()
+    rows = qt._padded_rows(numel, n)
+    padded = []
+    for t in every:
+        p = torch.zeros(rows * 1024)
+        p[:numel] = t
+        padded.append(p.view(rows, 1024))
+    want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_all_reduce(*quantize(padded[k]), tg, output_dtype=torch.float32,
+                                                                    x_dtype=xd, scales_dtype=sd))[me]
+    return every, padded, want.reshape(-1)[:numel] / n
 
 
 def check_ddp_hook() -> None:

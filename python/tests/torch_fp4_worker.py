@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 import qcoll
 import qcoll.torch as qt
+from torch_dist_worker import bucket_average, floats, same_bits, scales
 
 H = 1024
 checks = []
@@ -27,30 +28,11 @@ def ok(name: str) -> None:
     print(f"rank {dist.get_rank()}: {name} ok", flush=True)
 
 
-def same_bits(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype, got.shape, want.shape)
-    iv = {4: torch.int32, 2: torch.int16, 1: torch.uint8}[got.element_size()]
-    if not torch.equal(got.view(iv), want.view(iv)):
-        raise AssertionError(f"{what}: bits differ at {(got.view(iv) != want.view(iv)).nonzero()[:4].tolist()}")
-
-
 def packed(k: int, sd: str, shape):
     """Rank k's packed FP4 x (uint8, (..., H/2): every byte two valid codes) and its scales."""
     g = np.random.default_rng(4000 + 31 * k + len(sd))
     x = torch.from_numpy(g.integers(0, 256, size=tuple(shape[:-1]) + (shape[-1] // 2,), dtype=np.uint8))
-    lead = tuple(shape[:-1])
-    if sd == "float":
-        s = torch.from_numpy((g.random(lead + (shape[-1] // 128,)) * 2.0 ** g.integers(-8, 9, lead + (shape[-1] // 128,)))
-                             .astype(np.float32))
-    else:
-        s = torch.from_numpy(g.integers(120, 135, size=lead + (shape[-1] // 64, 2), dtype=np.uint8)).view(
-            torch.float8_e8m0fnu)
-    return x, s
-
-
-def floats(k: int, shape, dtype=torch.float32):
-    g = torch.Generator().manual_seed(700 + k)
-    return (torch.randn(shape, generator=g) * (1 + k)).to(dtype)
+    return x, scales(g, sd, shape)
 
 
 def check_bits(group, path: str) -> None:
@@ -110,21 +92,11 @@ def check_ddp_hook(error_feedback: bool) -> None:
     g = torch.Generator().manual_seed(10 + me)
     ddp(torch.randn(32, 64, generator=g)).square().mean().backward()
     assert len(seen) >= 2 and len(seen) % 2 == 0, len(seen)
+    quantize = lambda v: qcoll.quantize_mx(v, xd)  # noqa: E731
     for b in range(0, len(seen), 2):
         mine, got = seen[b], seen[b + 1]
-        every = [torch.empty_like(mine) for _ in range(n)]
-        dist.all_gather(every, mine)
-        numel = mine.numel()
-        rows = qt._padded_rows(numel, n)
-        padded = []
-        for t in every:
-            p = torch.zeros(rows * 1024)
-            p[:numel] = t
-            padded.append(p.view(rows, 1024))
-        want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_all_reduce(
-            *qcoll.quantize_mx(padded[k], xd), tg, output_dtype=torch.float32, x_dtype=xd, scales_dtype=sd))[me]
         # (error feedback: the first step has no residual yet, so the same bits)
-        same_bits(got, want.reshape(-1)[:numel] / n, f"ddp hook {mode} bucket {b // 2}")
+        same_bits(got, bucket_average(mine, quantize, xd, sd, n, me)[2], f"ddp hook {mode} bucket {b // 2}")
     for p in ddp.parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all()
     ok(f"ddp hook: {mode}{' with error feedback' if error_feedback else ''}, buckets bit-identical to threads")
