@@ -309,6 +309,22 @@ def bucket_average(mine: torch.Tensor, quantize, xd: str, sd: str, n: int, me: i
     return every, padded, want.reshape(-1)[:numel] / n
 
 
+def spied_ddp(state):
+    """(a small DDP model with the quantized hook of ``state``, the list the hook fills with
+    each bucket's input and result, in turn)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
+    seen = []
+
+    def hook(st, bucket):
+        seen.append(bucket.buffer().clone())
+        return qt.quant_allreduce_hook(st, bucket).then(lambda f: seen.append(f.value().clone()) or f.value())
+
+    ddp.register_comm_hook(state, hook)
+    return ddp, seen
+
+
 def check_ddp_hook() -> None:
     """The DDP hook: each bucket's result equals the average of the ranks' quantized buckets
     (bit for bit: the thread transport on the gathered buckets) and is within the
@@ -316,16 +332,7 @@ def check_ddp_hook() -> None:
     n = dist.get_world_size()
     me = dist.get_rank()
     for mode in ("kg-int8", "mx-e4m3"):
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10))
-        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
-        seen = []
-
-        def hook(state, bucket):
-            seen.append(bucket.buffer().clone())
-            return qt.quant_allreduce_hook(state, bucket).then(lambda f: seen.append(f.value().clone()) or f.value())
-
-        ddp.register_comm_hook(qt.QuantHookState(mode=mode, output_dtype=torch.float32), hook)
+        ddp, seen = spied_ddp(qt.QuantHookState(mode=mode, output_dtype=torch.float32))
         for step in range(2):  # the second after DDP rebuilt its buckets
             seen.clear()
             g = torch.Generator().manual_seed(10 + me + 100 * step)
@@ -351,6 +358,19 @@ def check_ddp_hook() -> None:
        "quantization error of the fp32 average")
 
 
+def both_paths() -> list:
+    """[(group, path)]: the group path, forced, on a group of its own; then the default path
+    (shm on one host when qcoll has the bootstrap) on the world group (None)."""
+    n = dist.get_world_size()
+    os.environ["QCOLL_TRANSPORT"] = "torch"
+    tg = dist.new_group(list(range(n)))
+    assert qt.transport(tg) == "torch"
+    os.environ.pop("QCOLL_TRANSPORT")
+    want_world = "shm" if qt._has_shm_bootstrap() else "torch"
+    assert qt.transport() == want_world, qt.transport()
+    return [(tg, "torch"), (None, want_world)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer modes (for mpirun)")
@@ -360,17 +380,8 @@ def main() -> None:
         qt.init_process_group("gloo", init_method=f"file://{args.init_file}")
     else:
         qt.init_process_group("gloo")
-    n = dist.get_world_size()
     paths = []
-    # The group path, forced, on a group of its own; then the default path (shm on one host
-    # when qcoll has the bootstrap) on the world group.
-    os.environ["QCOLL_TRANSPORT"] = "torch"
-    tg = dist.new_group(list(range(n)))
-    assert qt.transport(tg) == "torch"
-    os.environ.pop("QCOLL_TRANSPORT")
-    want_world = "shm" if qt._has_shm_bootstrap() else "torch"
-    assert qt.transport() == want_world, qt.transport()
-    for group, path in ((tg, "torch"), (None, want_world)):
+    for group, path in both_paths():
         if path in paths:
             continue
         paths.append(path)

@@ -8,7 +8,6 @@ mode. Prints "rank R: all N checks ok on PATHS" at the end; any failure raises."
 
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
@@ -17,7 +16,7 @@ import torch.distributed as dist
 
 import qcoll
 import qcoll.torch as qt
-from torch_dist_worker import bucket_average, floats, same_bits, scales
+from torch_dist_worker import both_paths, bucket_average, floats, same_bits, scales, spied_ddp
 
 H = 1024
 checks = []
@@ -78,17 +77,7 @@ def check_ddp_hook(error_feedback: bool) -> None:
     me = dist.get_rank()
     mode = "mx-e2m1"
     xd, sd = qt.EXTENDED_MODES[mode]
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10))
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
-    seen = []
-
-    def hook(state, bucket):
-        seen.append(bucket.buffer().clone())
-        return qt.quant_allreduce_hook(state, bucket).then(lambda f: seen.append(f.value().clone()) or f.value())
-
-    ddp.register_comm_hook(qt.QuantHookState(mode=mode, output_dtype=torch.float32, error_feedback=error_feedback),
-                           hook)
+    ddp, seen = spied_ddp(qt.QuantHookState(mode=mode, output_dtype=torch.float32, error_feedback=error_feedback))
     g = torch.Generator().manual_seed(10 + me)
     ddp(torch.randn(32, 64, generator=g)).square().mean().backward()
     assert len(seen) >= 2 and len(seen) % 2 == 0, len(seen)
@@ -105,15 +94,9 @@ def check_ddp_hook(error_feedback: bool) -> None:
 def main() -> None:
     qt.init_process_group("gloo")
     assert qcoll.get_contract() == "extended", "run with QCOLL_CONTRACT=extended"
-    n = dist.get_world_size()
-    os.environ["QCOLL_TRANSPORT"] = "torch"
-    tg = dist.new_group(list(range(n)))
-    assert qt.transport(tg) == "torch"
-    os.environ.pop("QCOLL_TRANSPORT")
-    want_world = "shm" if qt._has_shm_bootstrap() else "torch"
-    assert qt.transport() == want_world, qt.transport()
     paths = []
-    for group, path in ((tg, "torch"), (None, want_world)):
+    groups = both_paths()
+    for group, path in groups:
         if path in paths:
             continue
         paths.append(path)
@@ -123,8 +106,8 @@ def main() -> None:
     dist.barrier()
     print(f"rank {dist.get_rank()}: all {len(checks)} checks ok on {','.join(paths)}", flush=True)
     sys.stdout.flush()
-    qt.release(tg)
-    qt.release()
+    for group, _ in groups:
+        qt.release(group)
     dist.destroy_process_group()
 
 
