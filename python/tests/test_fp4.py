@@ -286,3 +286,21 @@ def test_torch_modes_follow_the_contract():
         qt.QuantHookState(mode="kg-e2m1")
     with pytest.raises(qcoll.InvalidParameterError, match=r"mode: must be kg-int8, .* got 'kg-int4'"):
         qt.QuantHookState(mode="kg-int4")
+
+
+def test_npu_names_take_fp4_and_three_ranks_under_extended():
+    """qcoll.npu's world_size follows the contract's rank-count rule; x_dtype by name."""
+    from qcoll import npu
+
+    n = 3
+    inputs = [random_packed(rng_for("npu"), (2 * n, H), "float") for _ in range(n)]
+
+    def fn(r, g):
+        got = npu.npu_quant_reduce_scatter(*inputs[r], g.name, n, x_dtype="float4_e2m1", output_dtype=6)
+        want = qcoll.quant_reduce_scatter(*inputs[r], g, x_dtype="float4_e2m1", output_dtype="float32")
+        return got, want
+
+    for got, want in qcoll.run_ranks(n, fn):
+        np.testing.assert_array_equal(bits(got), bits(want))
+    with pytest.raises(qcoll.InvalidParameterError, match=r"world_size: must be in \[2, 1024\], got 1"):
+        npu.npu_quant_reduce_scatter(*inputs[0], "nowhere", 1, x_dtype="float4_e2m1")
