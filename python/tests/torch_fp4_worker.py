@@ -3,8 +3,9 @@ torchrun with QCOLL_CONTRACT=extended (2 processes, and 3: a rank count only the
 contract takes). On the group path (QCOLL_TRANSPORT=torch) and the default path (shm on one
 host), every result is bit-identical to the thread transport in this process on the same data:
 the pre-quantized operators with torch.float4_e2m1fn_x2 x (and packed uint8 with x_dtype),
-the fused operators from float tensors in the four 4-bit modes, and the DDP hook in an FP4
-mode. Prints "rank R: all N checks ok on PATHS" at the end; any failure raises."""
+the fused operators from float tensors in the four 4-bit modes, the DDP hook in an FP4 mode
+(with and without error feedback) and FSDP1's sharded hook. Prints "rank R: all N checks ok
+on PATHS" at the end; any failure raises."""
 
 from __future__ import annotations
 
@@ -91,6 +92,27 @@ def check_ddp_hook(error_feedback: bool) -> None:
     ok(f"ddp hook: {mode}{' with error feedback' if error_feedback else ''}, buckets bit-identical to threads")
 
 
+def check_fsdp1_hook() -> None:
+    """FSDP1's sharded comm hook in kg-e1m2 on a flat gradient of n chunks: this rank's shard
+    is the average of the ranks' quantized chunks (each padded to rows of 1024), bit for bit
+    the fused reduce-scatter on threads."""
+    n = dist.get_world_size()
+    me = dist.get_rank()
+    c = 1500  # elements per rank chunk: two rows of 1024, zero-padded
+    grads = [floats(k, (n * c,)) for k in range(n)]
+    out = torch.empty(c)
+    qt.quant_reduce_scatter_hook(qt.FSDPHookState(mode="kg-e1m2"), grads[me], out)
+    rows = -(-c // 1024)
+    padded = []
+    for g in grads:
+        p = torch.zeros(n, rows * 1024)
+        p[:, :c] = g.view(n, c)
+        padded.append(p.view(n * rows, 1024))
+    want = qcoll.run_ranks(n, lambda k, tg: qcoll.reduce_scatter(padded[k], tg, mode="kg-e1m2"))[me]
+    same_bits(out, want.reshape(-1)[:c] / n, "fsdp1 hook kg-e1m2")
+    ok("fsdp1 hook: kg-e1m2, the shard bit-identical to threads")
+
+
 def main() -> None:
     qt.init_process_group("gloo")
     assert qcoll.get_contract() == "extended", "run with QCOLL_CONTRACT=extended"
@@ -103,6 +125,7 @@ def main() -> None:
         check_bits(group, path)
     check_ddp_hook(False)
     check_ddp_hook(True)
+    check_fsdp1_hook()
     dist.barrier()
     print(f"rank {dist.get_rank()}: all {len(checks)} checks ok on {','.join(paths)}", flush=True)
     sys.stdout.flush()
