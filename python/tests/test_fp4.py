@@ -92,7 +92,7 @@ def test_ml_dtypes_and_torch_fp4_arrays_decode():
     a = v.astype(ml_dtypes.float4_e2m1fn)  # one element a byte
     np.testing.assert_array_equal(qcoll.decode(a), v)  # its own shape
     np.testing.assert_array_equal(qcoll.decode(fp4_pack(a.view(np.uint8)), "e2m1"), v)
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", exc_type=ModuleNotFoundError)
     t = torch.from_numpy(fp4_pack(a.view(np.uint8))).view(torch.float4_e2m1fn_x2)
     got = qcoll.decode(t)
     assert isinstance(got, torch.Tensor) and tuple(got.shape) == (2, 4)
@@ -137,7 +137,7 @@ def test_quantize_mx_matches_reference(dtype):
 
 
 def test_quantize_from_bf16_and_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", exc_type=ModuleNotFoundError)
     x = (rng_for("bf").standard_normal((4, 256)) * 5).astype(BF16)
     q, s = qcoll.quantize_kg(x, "e2m1")
     wq, ws = quantize_kg_fp4(x.astype(np.float32), "float4_e2m1")
@@ -194,7 +194,7 @@ def test_rank_counts_beyond_vendor(n):
             qcoll.run_ranks(n, lambda r, g: qcoll.quant_all_reduce(*q8[r], g))
 
 
-def test_typed_fp4_inputs_give_the_same_bits():
+def test_typed_fp4_inputs_ml_dtypes_and_torch_give_the_same_bits():
     """x as an ml_dtypes float4_e2m1fn array (one element a byte), a torch float4_e2m1fn_x2
     tensor, and packed uint8 with x_dtype: the same bits."""
     n = 2
@@ -206,7 +206,7 @@ def test_typed_fp4_inputs_give_the_same_bits():
     got = qcoll.run_ranks(n, lambda r, g: qcoll.quant_all_reduce(ml[r], ss[r], g))
     for w, o in zip(want, got):
         np.testing.assert_array_equal(bits(o), bits(w))
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", exc_type=ModuleNotFoundError)
     tx = [torch.from_numpy(x).view(torch.float4_e2m1fn_x2) for x in xs]
     ts = [torch.from_numpy(s) for s in ss]
     got = qcoll.run_ranks(n, lambda r, g: qcoll.quant_all_reduce(tx[r], ts[r], g))
@@ -272,7 +272,7 @@ def test_bad_contract_setting_fails_only_fp4_quantizers(monkeypatch):
 
 
 def test_torch_modes_follow_the_contract():
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", exc_type=ModuleNotFoundError)
     import qcoll.torch as qt
 
     assert len(qt.MODES) == 6 and "mx-e2m1" not in qt.MODES
