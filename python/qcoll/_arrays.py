@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._dtypes import DType, dtype_of_numpy, numpy_dtype, optional_dtype, torch_dtype
+from . import _core
+from ._dtypes import DType, dtype_of_numpy, is_4bit, is_ml_fp4, numpy_dtype, optional_dtype, torch_dtype
 from .errors import invalid, missing
 
 _BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.float32)}
@@ -23,6 +24,38 @@ class Bits:
     raw: np.ndarray          # the same memory, as uint8 / uint16 / float32
     dtype: Optional[DType]   # the qcoll type the source array carries; None for raw bytes
     is_torch: bool = False
+    packed: bool = False     # raw holds 4-bit codes two a byte: its last dimension is H/2
+
+    @property
+    def shape(self) -> tuple:
+        """The logical shape: raw's, with the last dimension doubled for packed 4-bit data."""
+        s = tuple(self.raw.shape)
+        return s[:-1] + (2 * s[-1],) if self.packed and s else s
+
+    def as_packed(self, t: Optional[DType]) -> "Bits":
+        """These bits read as codes of t: packed when t is a 4-bit format (raw uint8 bytes)."""
+        if is_4bit(t) and not self.packed:
+            return Bits(self.raw, self.dtype, self.is_torch, True)
+        return self
+
+
+def pack_fp4(codes: np.ndarray, param: str) -> np.ndarray:
+    """4-bit codes one a byte (bits 0-3), shape (..., H) -> packed uint8 (..., H/2), the even
+    element in bits 0-3 (contract.md §ext-fp4-layout; the core's packing)."""
+    if codes.ndim == 0 or codes.shape[-1] % 2 != 0:
+        raise invalid(f"{param}: a 4-bit array packs two elements a byte along its last dimension, which must be "
+                      f"even, got shape {tuple(codes.shape)}")
+    out = np.empty(codes.shape[:-1] + (codes.shape[-1] // 2,), np.uint8)
+    _core.pack4(np.ascontiguousarray(codes).view(np.uint8).reshape(-1), out.reshape(-1))
+    return out
+
+
+def unpack_fp4(packed: np.ndarray) -> np.ndarray:
+    """Packed 4-bit codes uint8 (..., H/2) -> one code a byte (..., H) (bits 4-7 clear)."""
+    p = np.ascontiguousarray(packed).view(np.uint8)
+    out = np.empty(p.shape[:-1] + (2 * p.shape[-1],) if p.ndim else (2,), np.uint8)
+    _core.unpack4(p.reshape(-1), out.reshape(-1))
+    return out
 
 
 def is_torch_tensor(obj: Any) -> bool:
@@ -48,7 +81,7 @@ def _torch_bits(t, param: str) -> Bits:
     raw = np.from_dlpack(t.view(view) if t.dtype != view else t)
     if size == 2:
         raw = raw.view(np.uint16)
-    return Bits(raw, spec, True)
+    return Bits(raw, spec, True, packed=is_4bit(spec))  # float4_e2m1fn_x2: two elements a byte
 
 
 def check_not_pair(obj: Any, param: str, call: str) -> None:
@@ -75,7 +108,9 @@ def bits_of(obj: Any, param: str) -> Bits:
     if spec is None:
         raise invalid(f"{param}: numpy dtype {a.dtype} has no SPEC counterpart; expected float32, "
                       "float16, int8, uint8 / uint16 (raw codes) or an ml_dtypes type (bfloat16, float8_e4m3fn, "
-                      "float8_e5m2, float8_e8m0fnu)")
+                      "float8_e5m2, float8_e8m0fnu, float4_e2m1fn)")
+    if is_ml_fp4(a.dtype):  # one element a byte: packed here (a copy), as the operators take 4-bit data
+        return Bits(pack_fp4(a.view(np.uint8), param), spec, packed=True)
     if a.dtype.itemsize not in _BITS:
         raise invalid(f"{param}: unexpected element size {a.dtype.itemsize}")
     return Bits(a.view(_BITS[a.dtype.itemsize]), spec)

@@ -50,6 +50,10 @@ _FROM_NUMPY = {
 }
 if _E8M0 is not None:
     _FROM_NUMPY[np.dtype(_E8M0)] = DType.FLOAT8_E8M0
+# ml_dtypes' float4_e2m1fn holds one element a byte (bits 0-3): qcoll packs it (_arrays.bits_of).
+_FP4_ML = getattr(ml_dtypes, "float4_e2m1fn", None)  # ml_dtypes >= 0.5
+if _FP4_ML is not None:
+    _FROM_NUMPY[np.dtype(_FP4_ML)] = DType.FLOAT4_E2M1
 
 # The numpy dtype in which each qcoll type is returned (HiF8 has none: raw uint8 bytes).
 _TO_NUMPY = {
@@ -62,12 +66,16 @@ _TO_NUMPY = {
     DType.FLOAT8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
     DType.FLOAT8_E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
     DType.FLOAT8_E8M0: np.dtype(_E8M0) if _E8M0 is not None else np.dtype(np.uint8),
+    # 4-bit codes come back packed, two a byte (contract.md §ext-fp4-layout): uint8 (..., H/2).
+    DType.FLOAT4_E2M1: np.dtype(np.uint8),
+    DType.FLOAT4_E1M2: np.dtype(np.uint8),
 }
 
 _TORCH_NAMES = {
     "torch.float32": DType.FLOAT, "torch.float16": DType.FLOAT16, "torch.int8": DType.INT8,
     "torch.bfloat16": DType.BFLOAT16, "torch.float8_e4m3fn": DType.FLOAT8_E4M3FN,
     "torch.float8_e5m2": DType.FLOAT8_E5M2, "torch.float8_e8m0fnu": DType.FLOAT8_E8M0,
+    "torch.float4_e2m1fn_x2": DType.FLOAT4_E2M1,  # packed: two elements a byte, shape (..., H/2)
 }
 
 
@@ -114,6 +122,16 @@ def optional_dtype(spec: Any, param: str) -> Optional[DType]:
 def dtype_of_numpy(nd: np.dtype) -> Optional[DType]:
     """The qcoll type a numpy dtype stands for; None for raw bytes (uint8) and the rest."""
     return _FROM_NUMPY.get(np.dtype(nd))
+
+
+def is_4bit(t: Optional[DType]) -> bool:
+    """A 4-bit format (FLOAT4_E2M1, FLOAT4_E1M2; the extended contract's x dtypes)."""
+    return t is not None and bool(_core.is_4bit_format(int(t)))
+
+
+def is_ml_fp4(nd: np.dtype) -> bool:
+    """ml_dtypes' float4_e2m1fn: one 4-bit element a byte (not packed)."""
+    return _FP4_ML is not None and np.dtype(nd) == np.dtype(_FP4_ML)
 
 
 def numpy_dtype(t: DType) -> np.dtype:

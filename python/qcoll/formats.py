@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _core
 from ._arrays import bits_of, float32_values, result, to_torch
-from ._dtypes import DType, optional_dtype, to_dtype
+from ._dtypes import DType, is_4bit, optional_dtype, to_dtype
 from .errors import invalid
 
 _EIGHT_BIT = tuple(t for t in DType if _core.is_8bit_format(int(t)))  # the core's 8-bit formats
@@ -21,7 +21,10 @@ def decode(codes: Any, dtype: Any = None) -> np.ndarray:
     ``codes`` is an array of a qcoll type (ml_dtypes float8_e4m3fn / float8_e5m2 /
     float8_e8m0fnu / bfloat16, numpy int8 / float16, or a torch CPU tensor of those), or raw
     codes (uint8 bytes, uint16 bit patterns) with ``dtype`` naming the format, e.g.
-    ``decode(b, "hifloat8")``. The result has the shape of ``codes``.
+    ``decode(b, "hifloat8")``. The result has the shape of ``codes``, except for packed
+    4-bit codes (contract.md §ext-fp4-layout): uint8 (..., N) with dtype float4_e2m1 /
+    float4_e1m2, or a torch.float4_e2m1fn_x2 tensor, decode to (..., 2N) values; an
+    ml_dtypes float4_e2m1fn array (one element a byte) keeps its shape.
     """
     src = bits_of(codes, "codes")
     want = optional_dtype(dtype, "dtype")
@@ -33,9 +36,15 @@ def decode(codes: Any, dtype: Any = None) -> np.ndarray:
         src.dtype == DType.INT8 and want in _EIGHT_BIT
     ):
         raise invalid(f"dtype: the array holds {src.dtype.spec_name}, but dtype={want.spec_name} was given")
+    src = src.as_packed(want)
     raw = np.ascontiguousarray(src.raw)
-    out = np.empty(raw.shape, np.float32)
-    if want in _EIGHT_BIT:
+    out = np.empty(src.shape, np.float32)
+    if is_4bit(want):
+        if raw.dtype.itemsize != 1:
+            raise invalid(f"codes: {want.spec_name} codes are packed two a byte, got {raw.dtype.itemsize}-byte "
+                          "elements")
+        _core.decode4(raw.view(np.uint8).reshape(-1), int(want), True, out.reshape(-1))
+    elif want in _EIGHT_BIT:
         if raw.dtype.itemsize != 1:
             raise invalid(f"codes: {want.spec_name} codes are 1 byte each, got {raw.dtype.itemsize}-byte elements")
         _core.decode8(raw.view(np.uint8).reshape(-1), int(want), out.reshape(-1))
@@ -61,12 +70,21 @@ def encode(values: Any, dtype: Any, *, saturating: bool = False, bits: bool = Fa
     or +-Inf (E5M2, HiF8, float16); ``saturating=True`` clamps to +-max finite (E4M3FN,
     E5M2, HiF8; int8 always clamps). Returns an ml_dtypes / numpy array of the type
     (HiF8: uint8 codes), or the raw codes (uint8 / uint16) with ``bits=True``; a torch
-    tensor for a torch input.
+    tensor for a torch input. The 4-bit formats (float4_e2m1, float4_e1m2) have one mode,
+    saturating (+-Inf and overflow give +-max, NaN code 0; ``saturating`` is ignored), and
+    come back packed two a byte: uint8 of shape (..., N/2) for values (..., N), N even (a
+    torch input: E2M1 as torch.float4_e2m1fn_x2 unless ``bits=True``).
     """
     t = to_dtype(dtype)
     vals, is_torch = float32_values(values, "values")
     flat = np.ascontiguousarray(vals).reshape(-1)
-    if t in _EIGHT_BIT:
+    if is_4bit(t):
+        if vals.ndim == 0 or vals.shape[-1] % 2 != 0:
+            raise invalid(f"values: {t.spec_name} codes are packed two a byte along the last dimension, which must "
+                          f"be even, got shape {tuple(vals.shape)}")
+        out = np.empty(vals.shape[:-1] + (vals.shape[-1] // 2,), np.uint8)
+        _core.encode4(flat, int(t), out.reshape(-1))
+    elif t in _EIGHT_BIT:
         out = np.empty(vals.shape, np.uint8)
         _core.encode8(flat, int(t), bool(saturating), out.reshape(-1))
     elif t in _SIXTEEN_BIT:
@@ -89,5 +107,6 @@ def encode(values: Any, dtype: Any, *, saturating: bool = False, bits: bool = Fa
 
 
 def max_finite(dtype: Any) -> float:
-    """Largest finite value of an 8-bit format (448, 57344, 32768; 127 for int8)."""
+    """Largest finite value of an 8-bit format (448, 57344, 32768; 127 for int8) or of a
+    4-bit one (6, 1.75)."""
     return float(_core.max_finite(int(to_dtype(dtype))))

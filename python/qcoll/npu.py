@@ -5,7 +5,7 @@ x_dtype=None, scales_dtype=None)`` and ``npu_quant_all_reduce(...)`` take torch_
 arguments and call :func:`qcoll.quant_reduce_scatter` / :func:`qcoll.quant_all_reduce`:
 
 - ``hcom`` is the group name (a qcoll group name, or the name of an HCCL communicator);
-  ``world_size`` must be 2, 4 or 8 and the group's size;
+  ``world_size`` must be 2, 4 or 8 (extended contract: in [2, 1024]) and the group's size;
 - ``x_dtype`` / ``scales_dtype``: torch_npu's integer dtype codes (290 hifloat8,
   291 float8_e5m2, 292 float8_e4m3fn, 293 float8_e8m0fnu) or anything :func:`qcoll.to_dtype`
   takes (a name, a numpy / ml_dtypes / torch dtype, a :class:`qcoll.DType`);
@@ -36,8 +36,6 @@ NPU_DTYPE_CODES = {
 #: torch ScalarType codes of the output dtypes.
 TORCH_SCALAR_TYPE_CODES = {5: DType.FLOAT16, 6: DType.FLOAT, 15: DType.BFLOAT16}
 
-_WORLD_SIZES = (2, 4, 8)
-
 
 def _is_code(spec: Any) -> bool:
     return isinstance(spec, int) and not isinstance(spec, (bool, DType))
@@ -66,8 +64,9 @@ def _output_dtype(spec: Any):
 
 
 def _check_world_size(hcom, world_size) -> None:
-    if not _is_code(world_size) or world_size not in _WORLD_SIZES:
-        raise invalid(f"world_size: must be 2, 4 or 8, got {world_size!r}")
+    # The operators' rank-count rule under the current contract (2, 4 or 8; extended: [2, 1024]).
+    if not _is_code(world_size) or not _core.rank_count_allowed(world_size):
+        raise invalid(f"world_size: must be {_core.rank_count_rule()}, got {world_size!r}")
     name = group_name(hcom)
     info = _core.resolve_group(name) if name is not None else None
     if info is not None and info[1] != world_size:

@@ -36,6 +36,16 @@ _FUSED_NAMES = {"reduceOp:": "reduce_op:", "config.xDtype:": "mode:", "config.sc
                 "config.hif8Target:": "hif8_target:", "output: dtype must": "output_dtype: must"}
 
 
+def mode_names() -> list:
+    """The quantization modes of the current contract (vendor: six; extended: and the four
+    4-bit ones), for messages; the vendor's where QCOLL_CONTRACT is bad (the call says why)."""
+    try:
+        extended = _core.get_contract() == "extended"
+    except Error:
+        extended = False
+    return list(_core.quant_mode_names(extended))
+
+
 def _is_group(obj: Any) -> bool:
     from .groups import CoreGroup, ThreadGroup
 
@@ -107,6 +117,7 @@ def _run(which: str, x, scales, group, reduce_op, output_dtype, x_dtype, scales_
     def check():
         _check_reduce_op(reduce_op)
         xb, xt = _input(x, x_dtype, "x", "e.g. 'hifloat8'")
+        xb = xb.as_packed(DType(xt))  # 4-bit x: packed uint8 (..., H/2), the logical shape (..., H)
         sb, st = _input(scales, scales_dtype, "scales", "e.g. 'float8_e8m0'", DType.FLOAT8_E8M0)
         ot = optional_dtype(output_dtype, "output_dtype")
         ob = None
@@ -141,7 +152,7 @@ def _output_shape(which: str, xb: Optional[Bits], name: Optional[str]) -> Option
     info = _core.resolve_group(name)
     if info is None:
         return None
-    want = _core.output_shape(which, list(xb.raw.shape), info[1])
+    want = _core.output_shape(which, list(xb.shape), info[1])
     return None if want is None else tuple(want)
 
 
@@ -151,7 +162,7 @@ def _output(which: str, xb: Optional[Bits], name: Optional[str], ot: DType) -> n
     array is fresh zero pages either way, faulted in as the operator writes them.)"""
     shape = _output_shape(which, xb, name)
     if shape is None:
-        shape = (1,) if xb is None else xb.raw.shape
+        shape = (1,) if xb is None else xb.shape
     return np.zeros(shape, np.dtype({1: np.uint8, 2: np.uint16, 4: np.float32}[ot.itemsize]))
 
 
@@ -226,7 +237,7 @@ def _run_fused(which: str, x, group, mode, reduce_op, output_dtype, hif8_target,
         if xb.dtype is None:
             raise invalid(f"{x_param}: must hold float32, float16 or bfloat16 values, got raw {xb.raw.dtype} codes")
         if not isinstance(mode, str):
-            raise invalid(f"mode: must be a string ({', '.join(_core.quant_mode_names())}), got {mode!r}")
+            raise invalid(f"mode: must be a string ({', '.join(mode_names())}), got {mode!r}")
         ot = optional_dtype(output_dtype, "output_dtype")
         ob = None
         if out is not None:
@@ -260,7 +271,8 @@ def reduce_scatter(x, group=_MISSING, *, mode: str = "kg-int8", output_dtype=Non
 
     ``x``: (BS, H) or (B, S, H) of float32, float16 or bfloat16 (numpy / ml_dtypes, or a torch
     CPU tensor). ``mode``: kg-int8, kg-hif8, kg-e4m3, kg-e5m2 (per-token-per-group, fp32
-    scales per 128) or mx-e4m3, mx-e5m2 (OCP MX, E8M0 scales per 32). ``hif8_target``: the
+    scales per 128) or mx-e4m3, mx-e5m2 (OCP MX, E8M0 scales per 32); under the extended
+    contract also kg-e2m1, kg-e1m2, mx-e2m1, mx-e1m2 (4-bit x). ``hif8_target``: the
     kg-hif8 target (0: the default). ``output_dtype``: float, float16 or bfloat16 (default:
     x's dtype, as torch's collectives return it).
     Returns a (BS/n, H) array (a torch tensor for a torch x); on a ``stream`` a
@@ -286,7 +298,10 @@ def quant_reduce_scatter(x, scales=_MISSING, group=_MISSING, *, reduce_op: str =
     (in that order) of decode(x_k) * scale_k, cast to ``output_dtype`` (default bfloat16).
 
     ``x``: (BS, H) or (B, S, H) of int8, hifloat8 (uint8 + ``x_dtype="hifloat8"``),
-    float8_e4m3fn or float8_e5m2. ``scales``: float32 (BS, H/128) (KG), or E8M0
+    float8_e4m3fn or float8_e5m2; under the extended contract also 4-bit x, packed two
+    codes a byte: uint8 (BS, H/2) with ``x_dtype`` float4_e2m1 / float4_e1m2, a
+    torch.float4_e2m1fn_x2 tensor, or an ml_dtypes float4_e2m1fn array (BS, H) (packed
+    here, a copy). ``scales``: float32 (BS, H/128) (KG), or E8M0
     (BS, H/64, 2) (MX; uint8 bytes also accepted, taken as E8M0).
     ``group``: a group name or object joined by the calling thread/process.
     Returns a (BS/n, H) array (a torch tensor for a torch x). Raises qcoll.Error.

@@ -59,14 +59,17 @@ from .ops import abstain
 
 __all__ = [
     "quant_reduce_scatter", "quant_all_reduce", "reduce_scatter", "all_reduce",
-    "Work", "QuantHookState", "quant_allreduce_hook", "MODES",
+    "Work", "QuantHookState", "quant_allreduce_hook", "MODES", "EXTENDED_MODES",
     "FSDPReduceScatter", "quantize_fsdp_gradients", "FSDPHookState", "quant_reduce_scatter_hook",
     "transport", "release", "init_process_group",
 ]
 
-#: The float-in modes (qcoll's mode table): name -> (x dtype, scales dtype). KG: fp32
-#: scales per 128 elements; MX: E8M0 scales per 32 elements.
-MODES = {m: tuple(DType(v).spec_name for v in _core.quant_mode(m)) for m in _core.quant_mode_names()}
+#: The float-in modes of the vendor contract (qcoll's mode table): name -> (x dtype, scales
+#: dtype). KG: fp32 scales per 128 elements; MX: E8M0 scales per 32 elements.
+MODES = {m: (DType(x).spec_name, DType(s).spec_name) for m, x, s in _core.quant_mode_table(False)}
+#: Every mode of the extended contract: MODES and the 4-bit ones (kg-e2m1, kg-e1m2, mx-e2m1,
+#: mx-e1m2), taken only under QCOLL_CONTRACT=extended or qcoll.set_contract("extended").
+EXTENDED_MODES = {m: (DType(x).spec_name, DType(s).spec_name) for m, x, s in _core.quant_mode_table(True)}
 
 _TRANSPORTS = ("auto", "shm", "torch")
 _ID_BYTES = int(_core.unique_id_bytes)
@@ -486,7 +489,9 @@ def quant_reduce_scatter(x, scales, group=None, *, output_dtype=None, x_dtype=No
     group's ranks (in rank order) of decode(x_k) * scale_k for its row block r.
 
     ``x``: (BS, H) or (B, S, H), int8 / float8_e4m3fn / float8_e5m2 (or uint8 HiF8 codes
-    with ``x_dtype="hifloat8"``); ``scales``: float32 (..., H/128) (KG) or float8_e8m0fnu
+    with ``x_dtype="hifloat8"``; under the extended contract packed 4-bit x: a
+    torch.float4_e2m1fn_x2 tensor (BS, H/2), or uint8 (BS, H/2) with ``x_dtype``
+    float4_e2m1 / float4_e1m2); ``scales``: float32 (..., H/128) (KG) or float8_e8m0fnu
     (..., H/64, 2) (MX; uint8 bytes are taken as E8M0). Returns a tensor of
     ``output_dtype`` (float32, float16, bfloat16; default bfloat16, or out's dtype), or a
     :class:`Work` with ``async_op``. ``out``: a CPU tensor the caller owns, (BS/n, H),

@@ -2,6 +2,11 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
+#include <cstddef>
+
+#include "qcoll/contract.hpp"
+#include "qcoll/dtype.hpp"
+
 namespace qcoll::python {
 
 namespace nb = nanobind;
@@ -14,5 +19,11 @@ void bind_contract(nb::module_& m);      // contract_bindings.cpp
 void bind_comm(nb::module_& m);          // comm_bindings.cpp
 void bind_external(nb::module_& m);      // external_bindings.cpp
 void bind_mpi(nb::module_& m);           // mpi_bindings.cpp (module qcoll._mpi, mpi_module.cpp)
+
+// Raises InvalidParameterError unless a quantize / dequantize call is valid under the current
+// contract (contract::check_quant_call; the setting read only for a call the vendor refuses).
+// contract_bindings.cpp.
+void check_quant_current(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target,
+                         const contract::QuantParamNames& names = {});
 
 }  // namespace qcoll::python

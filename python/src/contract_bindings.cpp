@@ -28,7 +28,22 @@ contract::Op parse_op(const std::string& op) {
   throw_param_invalid("op: must be \"rs\" or \"ar\", got \"" + op + "\"");
 }
 
+// The contract a call made now keeps (PARAM_INVALID for a bad QCOLL_CONTRACT).
+settings::Contract current_contract() {
+  settings::Contract c{};
+  throw_if_error(settings::contract(c));
+  return c;
+}
+
 }  // namespace
+
+void check_quant_current(DType x_dtype, DType scales_dtype, std::size_t H, float hif8_target,
+                         const contract::QuantParamNames& names) {
+  // The vendor's rule first: the contract setting is read only for a call it refuses (as
+  // quant::check_quantize_args), so a bad QCOLL_CONTRACT fails only such a call.
+  if (contract::check_quant_call(x_dtype, scales_dtype, H, hif8_target, names).ok()) return;
+  throw_if_error(contract::check_quant_call(x_dtype, scales_dtype, H, hif8_target, current_contract(), names));
+}
 
 void bind_contract(nb::module_& m) {
   m.def(
@@ -38,12 +53,13 @@ void bind_contract(nb::module_& m) {
         contract::QuantParamNames names;
         names.x_dtype = x_param.c_str();
         names.scales_dtype = scales_param.c_str();
-        throw_if_error(contract::check_quant_call(as_dtype(x_dtype), as_dtype(scales_dtype), H, hif8_target, names));
+        check_quant_current(as_dtype(x_dtype), as_dtype(scales_dtype), H, hif8_target, names);
       },
       nb::arg("x_dtype"), nb::arg("scales_dtype"), nb::arg("H"), nb::arg("hif8_target") = 0.0f,
       nb::arg("x_param") = "x_dtype", nb::arg("scales_param") = "scales_dtype",
       "Raises InvalidParameterError unless (x_dtype, scales_dtype, H, hif8_target) is a valid quantize / "
-      "dequantize call (contract::check_quant_call); the messages name x_param / scales_param.");
+      "dequantize call under the current contract (contract::check_quant_call); the messages name x_param / "
+      "scales_param.");
   m.def("is_rank_count", &contract::is_rank_count, nb::arg("nranks"),
         "Whether the operators take a group of nranks ranks (contract.md rule 3).");
   m.def("rank_count_list", &contract::rank_count_list, "\"2, 4 or 8\": the rank counts, for a message.");
@@ -61,28 +77,13 @@ void bind_contract(nb::module_& m) {
       },
       nb::arg("name").none(), "Chooses the contract for the whole process (None: QCOLL_CONTRACT decides).");
   m.def(
-      "get_contract",
-      [] {
-        settings::Contract c{};
-        throw_if_error(settings::contract(c));
-        return std::string(settings::contract_name(c));
-      },
+      "get_contract", [] { return std::string(settings::contract_name(current_contract())); },
       "The contract a call made now keeps: 'vendor' or 'extended'.");
   m.def(
-      "rank_count_allowed",
-      [](int nranks) {
-        settings::Contract c{};
-        throw_if_error(settings::contract(c));
-        return contract::rank_count_allowed(nranks, c);
-      },
+      "rank_count_allowed", [](int nranks) { return contract::rank_count_allowed(nranks, current_contract()); },
       nb::arg("nranks"), "Whether the operators take a group of nranks ranks under the current contract (rule 3).");
   m.def(
-      "rank_count_rule",
-      [] {
-        settings::Contract c{};
-        throw_if_error(settings::contract(c));
-        return contract::rank_count_rule(c);
-      },
+      "rank_count_rule", [] { return contract::rank_count_rule(current_contract()); },
       "The rank-count rule under the current contract, for a message: '2, 4 or 8' or 'in [2, 1024]'.");
   m.def(
       "scales_shape",
@@ -107,18 +108,39 @@ void bind_contract(nb::module_& m) {
   m.def(
       "quant_mode",
       [](const std::string& name) {
+        // A vendor mode needs no setting; any other name is resolved under the current
+        // contract (an FP4 mode under vendor: "mode: mx-e2m1 needs QCOLL_CONTRACT=extended ...").
         const contract::QuantMode* mode = contract::find_quant_mode(name);
-        if (mode == nullptr)
-          throw_param_invalid("mode: must be " + contract::quant_mode_names() + ", got '" + name + "' (" +
-                              contract::quant_mode_short_names() + " also name the KG modes)");
+        if (mode == nullptr) throw_if_error(contract::resolve_quant_mode(name, current_contract(), mode));
         return std::make_tuple(static_cast<int32_t>(mode->x), static_cast<int32_t>(mode->scales));
       },
-      nb::arg("name"), "(x_dtype, scales_dtype) of a quantization mode (contract::kQuantModes).");
-  m.def("quant_mode_names", [] {
-    std::vector<std::string> names;
-    for (const contract::QuantMode& mode : contract::kQuantModes) names.emplace_back(mode.name);
-    return names;
-  });
+      nb::arg("name"),
+      "(x_dtype, scales_dtype) of a quantization mode under the current contract (contract::resolve_quant_mode).");
+  m.def(
+      "quant_mode_names",
+      [](bool extended) {
+        std::vector<std::string> names;
+        const settings::Contract c = extended ? settings::Contract::Extended : settings::Contract::Vendor;
+        for (const contract::QuantMode& mode : contract::quant_modes(c)) names.emplace_back(mode.name);
+        return names;
+      },
+      nb::arg("extended") = false,
+      "The modes of the vendor contract (contract::kQuantModes), or with extended=True of the extended one.");
+  m.def(
+      "quant_mode_table",
+      [](bool extended) {
+        std::vector<std::tuple<std::string, int32_t, int32_t>> rows;
+        const settings::Contract c = extended ? settings::Contract::Extended : settings::Contract::Vendor;
+        for (const contract::QuantMode& mode : contract::quant_modes(c))
+          rows.emplace_back(mode.name, static_cast<int32_t>(mode.x), static_cast<int32_t>(mode.scales));
+        return rows;
+      },
+      nb::arg("extended") = false, "(name, x_dtype, scales_dtype) of every mode of the contract (quant_modes).");
+  m.def(
+      "is_4bit_format", [](int32_t t) { return is_4bit_format(as_dtype(t)); }, nb::arg("dtype"));
+  m.def(
+      "dtype_bytes", [](int32_t t, std::size_t count) { return dtype_bytes(as_dtype(t), count); }, nb::arg("dtype"),
+      nb::arg("count"), "Bytes that count elements occupy (a 4-bit format's packed: (count + 1) / 2).");
 }
 
 }  // namespace qcoll::python

@@ -80,19 +80,25 @@ struct TensorHandle {
   }
 };
 
+// A 4-bit tensor (contract.md §ext-fp4-layout) comes as its packed bytes, uint8 of shape
+// (..., H/2); the qcollTensor has the logical shape (..., H) and strides in elements: a
+// byte's stride counts two elements (the last dimension's unit stride stays 1).
 void describe(const std::optional<AnyArray>& a, int32_t dtype, const char* param, TensorHandle& h) {
   if (!a) return;  // a null tensor: the operator reports PARAM_NULLPTR
   if (!is_known_dtype(dtype))
     throw_param_invalid(std::string(param) + ": unknown dtype value " + std::to_string(dtype));
-  const std::size_t want = dtype_size(static_cast<DType>(dtype));
+  const bool packed = is_4bit_format(static_cast<DType>(dtype));
+  const std::size_t want = packed ? 1 : dtype_size(static_cast<DType>(dtype));
   if (a->itemsize() != want)
     throw_param_invalid(std::string(param) + ": element size must be " + std::to_string(want) + " bytes for " +
-                        std::string(dtype_name(static_cast<DType>(dtype))) + ", got " + std::to_string(a->itemsize()));
+                        std::string(dtype_name(static_cast<DType>(dtype))) + (packed ? " (two codes a byte)" : "") +
+                        ", got " + std::to_string(a->itemsize()));
   const std::size_t nd = a->ndim();
   std::vector<int64_t> dims(nd), strides(nd);
   for (std::size_t i = 0; i < nd; ++i) {
-    dims[i] = static_cast<int64_t>(a->shape(i));
-    strides[i] = a->stride(i);
+    const bool last = i + 1 == nd;
+    dims[i] = static_cast<int64_t>(a->shape(i)) * (packed && last ? 2 : 1);
+    strides[i] = a->stride(i) * (packed && !(last && a->stride(i) == 1) ? 2 : 1);
   }
   h.t = qcollCreateTensor(dims.data(), nd, static_cast<qcollDataType>(dtype), strides.data(), 0, QCOLL_FORMAT_ND,
                           dims.data(), nd, const_cast<void*>(a->data()));

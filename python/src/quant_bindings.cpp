@@ -25,11 +25,12 @@ void check_size(const char* param, std::size_t got, std::size_t want) {
   if (got != want) throw_param_invalid(std::string(param) + ": must hold " + str(want) + " elements, got " + str(got));
 }
 
-// The contract's rule of a quantize / dequantize call, then the buffers' sizes.
+// The contract's rule of a quantize / dequantize call (under the current contract), then
+// the buffers' sizes: q holds the codes' bytes, rows*H (8-bit) or rows*H/2 (4-bit, packed).
 void check_call(DType x_dtype, DType scales_dtype, std::size_t rows, std::size_t H, float hif8_target,
                 const char* q_param, std::size_t q_size, std::size_t s_size) {
-  throw_if_error(contract::check_quant_call(x_dtype, scales_dtype, H, hif8_target));
-  check_size(q_param, q_size, rows * H);
+  check_quant_current(x_dtype, scales_dtype, H, hif8_target);
+  check_size(q_param, q_size, dtype_bytes(x_dtype, rows * H));
   check_size("scales", s_size, contract::scales_count(scales_dtype, rows, H));
 }
 

@@ -84,8 +84,89 @@ def e8m0_encode(values: np.ndarray) -> np.ndarray:
     return np.clip(exp + 127, 0, 254).astype(np.uint8)
 
 
+# ---- the 4-bit formats (contract.md §ext-fp4): value lists, packed two codes a byte ------
+# Code c: bit 3 the sign, bits 0-2 the index into the magnitudes.
+FP4_MAGNITUDES = {
+    "float4_e2m1": np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float32),
+    "float4_e1m2": np.array([0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75], dtype=np.float32),
+}
+FP4_EMAX = {"float4_e2m1": 2, "float4_e1m2": 0}  # the MX emax (§ext-fp4-quantizers)
+
+
+def fp4_values(dtype: str) -> np.ndarray:
+    """The 16 codes' values: +mags for 0..7, -mags for 8..15."""
+    m = FP4_MAGNITUDES[dtype]
+    return np.concatenate([m, -m]).astype(np.float32)
+
+
+def fp4_unpack(packed: np.ndarray) -> np.ndarray:
+    """uint8 (..., N) -> codes (..., 2N): the even element in bits 0-3, the odd one in 4-7."""
+    p = np.asarray(packed).view(np.uint8)
+    return np.stack([p & 0xF, p >> 4], axis=-1).reshape(p.shape[:-1] + (2 * p.shape[-1],))
+
+
+def fp4_pack(codes: np.ndarray) -> np.ndarray:
+    c = np.asarray(codes, dtype=np.uint8)
+    return (c[..., 0::2] & 0xF) | ((c[..., 1::2] & 0xF) << 4)
+
+
+def fp4_encode(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Codes (one a byte) of float32 values: the nearest magnitude, a tie to the even code,
+    saturating (beyond the largest value and +-Inf: +-max), the sign kept (-0 -> 0x8), NaN 0."""
+    v = np.asarray(values, dtype=np.float32)
+    mags = FP4_MAGNITUDES[dtype].astype(np.float64)
+    a = np.abs(v).astype(np.float64)
+    a = np.where(np.isinf(a), mags[-1], a)
+    d = np.abs(a[..., None] - mags)  # distance to every magnitude
+    best = d.min(axis=-1, keepdims=True)
+    tied = d == best
+    # Among the nearest (at most two, adjacent): the even index.
+    even = tied & (np.arange(8) % 2 == 0)
+    idx = np.where(even.any(axis=-1), even.argmax(axis=-1), tied.argmax(axis=-1)).astype(np.uint8)
+    codes = np.where(np.signbit(v), idx | 0x8, idx).astype(np.uint8)
+    return np.where(np.isnan(v), np.uint8(0), codes).astype(np.uint8)
+
+
+def floor_log2(a: np.ndarray) -> np.ndarray:
+    """floor(log2(a)) of positive float32 values, exactly (frexp: a = m * 2^e, m in [0.5, 1))."""
+    _, e = np.frexp(np.asarray(a, dtype=np.float64))
+    return e - 1
+
+
+def quantize_kg_fp4(x: np.ndarray, dtype: str):
+    """KG (group 128): scale = fp32(amax / max), q = encode(v / scale); a zero group: scale 0,
+    codes 0. Returns (packed uint8 (..., H/2), float32 scales (..., H/128))."""
+    x = np.asarray(x, dtype=np.float32)
+    g = x.reshape(x.shape[:-1] + (x.shape[-1] // 128, 128))
+    amax = np.abs(g).max(axis=-1)
+    scale = (amax / FP4_MAGNITUDES[dtype][-1]).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = fp4_encode(g / scale[..., None], dtype)
+    q = np.where(scale[..., None] == 0, np.uint8(0), q).reshape(x.shape)
+    return fp4_pack(q), scale
+
+
+def quantize_mx_fp4(x: np.ndarray, dtype: str):
+    """MX (group 32): shared_exp = floor(log2(amax)) - emax, clamped to [-127, 127], scale code
+    shared_exp + 127, q = encode(v / 2^shared_exp). Finite inputs. Returns (packed uint8
+    (..., H/2), E8M0 codes (..., H/64, 2) as uint8)."""
+    x = np.asarray(x, dtype=np.float32)
+    g = x.reshape(x.shape[:-1] + (x.shape[-1] // 32, 32))
+    amax = np.abs(g).max(axis=-1)
+    with np.errstate(divide="ignore"):
+        e = np.where(amax > 0, floor_log2(np.where(amax > 0, amax, 1)) - FP4_EMAX[dtype], -127)
+    e = np.clip(e, -127, 127)
+    scale = np.ldexp(np.float32(1), e.astype(np.int32)).astype(np.float32)
+    q = fp4_encode(g / scale[..., None], dtype).reshape(x.shape)
+    codes = (e + 127).astype(np.uint8).reshape(x.shape[:-1] + (x.shape[-1] // 64, 2))
+    return fp4_pack(q), codes
+
+
 # ---- decoding for the operator reference ---------------------------------------------
 def decode(codes: np.ndarray, dtype: str) -> np.ndarray:
+    """Values of codes; the 4-bit formats from packed bytes (..., N) to (..., 2N)."""
+    if dtype in FP4_MAGNITUDES:
+        return fp4_values(dtype)[fp4_unpack(codes)]
     c = np.asarray(codes).view(np.uint8)
     if dtype == "int8":
         return c.view(np.int8).astype(np.float32)
@@ -123,7 +204,7 @@ def reduce_rows(xs, ss, x_dtype, scales_dtype, rows: slice, h: int) -> np.ndarra
     one float32 multiply and one float32 add per term, starting from +0."""
     acc = None
     for x, s in zip(xs, ss):
-        x2 = np.asarray(x).reshape(-1, h)
+        x2 = np.asarray(x).reshape(-1, h // 2 if x_dtype in FP4_MAGNITUDES else h)  # 4-bit: packed rows
         nrows = x2.shape[0]
         d = decode(x2, x_dtype)[rows] * expand_scales(s, scales_dtype, nrows, h)[rows]
         acc = (np.zeros_like(d) + d) if acc is None else (acc + d)

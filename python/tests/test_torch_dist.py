@@ -3,7 +3,8 @@ gloo) and under mpirun (2 processes); skipped only where torch is absent (mpirun
 mpirun is absent). Each run checks, on the group path (QCOLL_TRANSPORT=torch) and on the
 default path (shm on one host when qcoll has the MPI-free bootstrap): every operator, mode
 and output dtype bit-identical to the thread transport, async calls, errors when ranks
-disagree, a missing rank (bounded by QCOLL_TIMEOUT_S) and the DDP hook."""
+disagree, a missing rank (bounded by QCOLL_TIMEOUT_S) and the DDP hook. torch_fp4_worker.py
+(2 and 3 processes, QCOLL_CONTRACT=extended): the 4-bit x and modes, bit-identical to threads."""
 
 import os
 import pathlib
@@ -74,3 +75,17 @@ def test_mpirun(tmp_path):
            "--init-file", str(tmp_path / "rendezvous")]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert _check(r, 2) == _expected_paths()
+
+
+FP4_WORKER = HERE / "torch_fp4_worker.py"
+
+
+@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="torch without float4_e2m1fn_x2")
+@pytest.mark.parametrize("n", [2, 3])
+def test_torchrun_fp4_extended(n):
+    """The FP4 modes and x under QCOLL_CONTRACT=extended (contract.md §ext), on both paths, bit-identical
+    to the thread transport; n = 3 is a rank count only the extended contract takes."""
+    env = dict(_env(), QCOLL_CONTRACT="extended")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", str(FP4_WORKER)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert _check(r, n) == _expected_paths()

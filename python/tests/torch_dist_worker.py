@@ -48,14 +48,17 @@ def inputs(k: int, xd: str, sd: str, shape):
     x = torch.from_numpy(codes)
     if xd in TORCH_X:
         x = x.view(TORCH_X[xd])
+    return x, scales(g, sd, shape)
+
+
+def scales(g, sd: str, shape) -> torch.Tensor:
+    """Finite scales for x of ``shape`` from numpy generator g: fp32 (KG) or E8M0 (MX)."""
     lead = tuple(shape[:-1])
     if sd == "float":
-        s = torch.from_numpy((g.random(lead + (shape[-1] // 128,)) * 2.0 ** g.integers(-8, 9, lead + (shape[-1] // 128,)))
-                             .astype(np.float32))
-    else:
-        s = torch.from_numpy(g.integers(120, 135, size=lead + (shape[-1] // 64, 2), dtype=np.uint8)).view(
-            torch.float8_e8m0fnu)
-    return x, s
+        return torch.from_numpy((g.random(lead + (shape[-1] // 128,)) * 2.0 ** g.integers(-8, 9, lead + (shape[-1] // 128,)))
+                                .astype(np.float32))
+    return torch.from_numpy(g.integers(120, 135, size=lead + (shape[-1] // 64, 2), dtype=np.uint8)).view(
+        torch.float8_e8m0fnu)
 
 
 def floats(k: int, shape, dtype=torch.float32):
@@ -277,18 +280,8 @@ def check_buckets(seen, mode: str, n: int, me: int) -> None:
     quantize = (lambda v: qcoll.quantize_mx(v, xd)) if sd == "float8_e8m0" else (lambda v: qcoll.quantize_kg(v, xd))
     for b in range(0, len(seen), 2):
         mine, got = seen[b], seen[b + 1]
-        every = [torch.empty_like(mine) for _ in range(n)]
-        dist.all_gather(every, mine)
+        every, padded, want = bucket_average(mine, quantize, xd, sd, n, me)
         numel = mine.numel()
-        rows = qt._padded_rows(numel, n)
-        padded = []
-        for t in every:
-            p = torch.zeros(rows * 1024)
-            p[:numel] = t
-            padded.append(p.view(rows, 1024))
-        want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_all_reduce(*quantize(padded[k]), tg, output_dtype=torch.float32,
-                                                                        x_dtype=xd, scales_dtype=sd))[me]
-        want = want.reshape(-1)[:numel] / n
         same_bits(got, want, f"ddp hook {mode} bucket {b // 2}")
         ref = torch.stack(every).mean(0)
         qerr = sum((qcoll.dequantize(*quantize(p)).reshape(-1)[:numel] - p.reshape(-1)[:numel]).abs()
@@ -299,6 +292,39 @@ def check_buckets(seen, mode: str, n: int, me: int) -> None:
         assert float(err.max()) > 0, "a quantized average equal to the fp32 one: quantization did not happen"
 
 
+def bucket_average(mine: torch.Tensor, quantize, xd: str, sd: str, n: int, me: int):
+    """(every rank's bucket, each padded to the hook's (rows, 1024), and the average of their
+    quantized rows on the thread transport: the bits the hook must give)."""
+    every = [torch.empty_like(mine) for _ in range(n)]
+    dist.all_gather(every, mine)
+    numel = mine.numel()
+    rows = qt._padded_rows(numel, n)
+    padded = []
+    for t in every:
+        p = torch.zeros(rows * 1024)
+        p[:numel] = t
+        padded.append(p.view(rows, 1024))
+    want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_all_reduce(*quantize(padded[k]), tg, output_dtype=torch.float32,
+                                                                    x_dtype=xd, scales_dtype=sd))[me]
+    return every, padded, want.reshape(-1)[:numel] / n
+
+
+def spied_ddp(state):
+    """(a small DDP model with the quantized hook of ``state``, the list the hook fills with
+    each bucket's input and result, in turn)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
+    seen = []
+
+    def hook(st, bucket):
+        seen.append(bucket.buffer().clone())
+        return qt.quant_allreduce_hook(st, bucket).then(lambda f: seen.append(f.value().clone()) or f.value())
+
+    ddp.register_comm_hook(state, hook)
+    return ddp, seen
+
+
 def check_ddp_hook() -> None:
     """The DDP hook: each bucket's result equals the average of the ranks' quantized buckets
     (bit for bit: the thread transport on the gathered buckets) and is within the
@@ -306,16 +332,7 @@ def check_ddp_hook() -> None:
     n = dist.get_world_size()
     me = dist.get_rank()
     for mode in ("kg-int8", "mx-e4m3"):
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(), torch.nn.Linear(300, 10))
-        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.05)
-        seen = []
-
-        def hook(state, bucket):
-            seen.append(bucket.buffer().clone())
-            return qt.quant_allreduce_hook(state, bucket).then(lambda f: seen.append(f.value().clone()) or f.value())
-
-        ddp.register_comm_hook(qt.QuantHookState(mode=mode, output_dtype=torch.float32), hook)
+        ddp, seen = spied_ddp(qt.QuantHookState(mode=mode, output_dtype=torch.float32))
         for step in range(2):  # the second after DDP rebuilt its buckets
             seen.clear()
             g = torch.Generator().manual_seed(10 + me + 100 * step)
@@ -341,6 +358,19 @@ def check_ddp_hook() -> None:
        "quantization error of the fp32 average")
 
 
+def both_paths() -> list:
+    """[(group, path)]: the group path, forced, on a group of its own; then the default path
+    (shm on one host when qcoll has the bootstrap) on the world group (None)."""
+    n = dist.get_world_size()
+    os.environ["QCOLL_TRANSPORT"] = "torch"
+    tg = dist.new_group(list(range(n)))
+    assert qt.transport(tg) == "torch"
+    os.environ.pop("QCOLL_TRANSPORT")
+    want_world = "shm" if qt._has_shm_bootstrap() else "torch"
+    assert qt.transport() == want_world, qt.transport()
+    return [(tg, "torch"), (None, want_world)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer modes (for mpirun)")
@@ -350,17 +380,8 @@ def main() -> None:
         qt.init_process_group("gloo", init_method=f"file://{args.init_file}")
     else:
         qt.init_process_group("gloo")
-    n = dist.get_world_size()
     paths = []
-    # The group path, forced, on a group of its own; then the default path (shm on one host
-    # when qcoll has the bootstrap) on the world group.
-    os.environ["QCOLL_TRANSPORT"] = "torch"
-    tg = dist.new_group(list(range(n)))
-    assert qt.transport(tg) == "torch"
-    os.environ.pop("QCOLL_TRANSPORT")
-    want_world = "shm" if qt._has_shm_bootstrap() else "torch"
-    assert qt.transport() == want_world, qt.transport()
-    for group, path in ((tg, "torch"), (None, want_world)):
+    for group, path in both_paths():
         if path in paths:
             continue
         paths.append(path)
