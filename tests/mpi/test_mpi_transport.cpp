@@ -7,6 +7,8 @@
 //   - a window too small for one chunk (HCCL_BUFFSIZE=2): PARAM_INVALID naming HCCL_BUFFSIZE;
 //   - 100 back-to-back calls with changing inputs, each result checked;
 //   - the chunked exchange fed by a producer (rows written straight into the send slots).
+// --fp4: the extended contract's 4-bit x on shm, mpi p2p, alltoall and two hosts (run_fp4);
+// --many-ranks: 66 processes and more, fewer steps in flight (run_many).
 // Finally: no qcoll segment is left in /dev/shm. Exit status 0 only if every rank passed.
 #include <dirent.h>
 #include <mpi.h>
