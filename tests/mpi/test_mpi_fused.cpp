@@ -28,13 +28,20 @@ namespace {
 
 int g_rank = 0, g_size = 0;
 
-void run_transport(const char* transport, Tally& t) {
+// A communicator of the world on `transport` (QCOLL_TRANSPORT), a 3 MB window; nullptr on failure.
+qcollMpiComm* create_world(const char* transport, const std::string& name, Tally& t) {
   setenv("QCOLL_TRANSPORT", transport, 1);
   setenv("HCCL_BUFFSIZE", "3", 1);
-  const std::string name = std::string("fused-") + transport;
   qcollMpiComm* c = nullptr;
   const qcollStatus st = qcollMpiCommCreateWorld(name.c_str(), &c);
-  if (!t.check(st == QCOLL_SUCCESS, "create %s: status %d: %s", name.c_str(), st, qcollGetRecentErrMsg())) return;
+  t.check(st == QCOLL_SUCCESS, "create %s: status %d: %s", name.c_str(), st, qcollGetRecentErrMsg());
+  return st == QCOLL_SUCCESS ? c : nullptr;
+}
+
+void run_transport(const char* transport, Tally& t) {
+  const std::string name = std::string("fused-") + transport;
+  qcollMpiComm* c = create_world(transport, name, t);
+  if (!c) return;
   t.check(std::string(qcollMpiCommTransport(c)) == transport, "transport %s, expected %s", qcollMpiCommTransport(c),
           transport);
   const int n = g_size;
@@ -68,12 +75,9 @@ void run_transport(const char* transport, Tally& t) {
 // dtype turning over fp32, fp16, bf16), in chunks of 2 rows; then one case per operator
 // whose chunks the 3 MB window cuts (40 rows a rank of 8192).
 void run_fp4(const char* transport, const std::string& what, Tally& t) {
-  setenv("QCOLL_TRANSPORT", transport, 1);
-  setenv("HCCL_BUFFSIZE", "3", 1);
   const std::string name = std::string("fused-fp4-") + transport;
-  qcollMpiComm* c = nullptr;
-  const qcollStatus st = qcollMpiCommCreateWorld(name.c_str(), &c);
-  if (!t.check(st == QCOLL_SUCCESS, "create %s: status %d: %s", name.c_str(), st, qcollGetRecentErrMsg())) return;
+  qcollMpiComm* c = create_world(transport, name, t);
+  if (!c) return;
   const int n = g_size;
   std::vector<fused::Case> cases;
   uint32_t seed = 700;
