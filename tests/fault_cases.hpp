@@ -40,6 +40,20 @@ inline void expect_all_failed(const std::vector<RankResult>& rs, int faulty, qco
   }
 }
 
+// Every rank refused the call itself: `status`, a message containing `text`, no output
+// written, within `bound` seconds (a rule every rank checks, e.g. the rank count).
+inline void expect_every_rank_refused(const std::vector<RankResult>& rs, qcollStatus status, const std::string& text,
+                                      double bound) {
+  for (int r = 0; r < static_cast<int>(rs.size()); ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + rs[r].message);
+    EXPECT_TRUE(rs[r].called);
+    EXPECT_EQ(rs[r].status, status);
+    EXPECT_NE(rs[r].message.find(text), std::string::npos);
+    EXPECT_TRUE(rs[r].output_untouched) << "output written by a failed call";
+    EXPECT_LE(rs[r].seconds, bound);
+  }
+}
+
 // Every rank succeeded with the reference's result.
 inline void expect_success(const std::vector<RankResult>& rs) {
   for (int r = 0; r < static_cast<int>(rs.size()); ++r) {

@@ -67,7 +67,28 @@ struct RankCall {
   // dtype (FLOAT or BFLOAT16), quantized as x_dtype / scales_dtype say; false: the quantized one.
   bool fused = false;
   qcollDataType in_dtype = QCOLL_DT_BFLOAT16;
+  // x as a view at this offset (in elements) into a storage of offset + elements - x_short
+  // elements (rule 10; a 4-bit x: two elements a byte); both 0: a contiguous tensor.
+  int64_t x_offset = 0;
+  int64_t x_short = 0;
 };
+
+// A call with a 4-bit x (the extended contract, contract.md §ext-fp4): E2M1 or E1M2 x, KG
+// (FLOAT) or MX (FLOAT8_E8M0) scales; the fused operator quantizes to that mode.
+inline RankCall fp4_call(qcollDataType x = QCOLL_DT_FLOAT4_E2M1, qcollDataType scales = QCOLL_DT_FLOAT,
+                         bool reduce_scatter = true, bool fused = false) {
+  RankCall c;
+  c.x_dtype = x;
+  c.scales_dtype = scales;
+  c.reduce_scatter = reduce_scatter;
+  c.fused = fused;
+  return c;
+}
+
+// The rank-count cases (contract.md §ext-ranks): 3 ranks, refused under vendor (2, 4 or 8),
+// accepted under extended; BS a multiple of 3.
+constexpr int kOddRanks = 3;
+constexpr int64_t kOddRanksRows = 24;
 
 // What a rank observed.
 struct RankResult {
@@ -81,10 +102,12 @@ struct RankResult {
   bool written_right = false;
 };
 
-// Deterministic input of `rank` for a call: x bytes and scales bytes.
+// Deterministic input of `rank` for a call: x bytes (a 4-bit x packed, from its offset on)
+// and scales bytes.
 inline std::vector<uint8_t> make_x(int rank, const RankCall& c, uint32_t seed) {
   std::mt19937 g(seed * 131u + static_cast<uint32_t>(rank));
-  std::vector<uint8_t> x(static_cast<std::size_t>(c.rows * c.H));
+  std::vector<uint8_t> x(
+      qcoll::dtype_bytes(static_cast<qcoll::DType>(c.x_dtype), static_cast<std::size_t>(c.x_offset + c.rows * c.H)));
   for (auto& b : x) {
     b = static_cast<uint8_t>(g());
     if (c.x_dtype == QCOLL_DT_FLOAT8_E4M3FN && (b & 0x7F) == 0x7F) b ^= 1;  // no NaN inputs
@@ -193,8 +216,12 @@ inline RankResult run_rank(int rank, int n, const RankCall& c, const std::string
   std::vector<uint8_t> x = c.fused ? make_input(rank, c, seed) : make_x(rank, c, seed), s = make_scales(rank, c, seed);
   std::vector<uint8_t> out(out_bytes(c, n), kSentinel);
   const std::vector<int64_t> xsh = {c.rows, c.H}, ssh = scales_shape(c), osh = out_shape(c, n);
-  qcollTensor* tx =
-      c.null_x ? nullptr : qcollCreateContiguousTensor(xsh.data(), 2, c.fused ? c.in_dtype : c.x_dtype, x.data());
+  const qcollDataType xdt = c.fused ? c.in_dtype : c.x_dtype;
+  const int64_t xstorage = c.x_offset + c.rows * c.H - c.x_short;
+  qcollTensor* tx = c.null_x                            ? nullptr
+                    : c.x_offset == 0 && c.x_short == 0 ? qcollCreateContiguousTensor(xsh.data(), 2, xdt, x.data())
+                                                        : qcollCreateTensor(xsh.data(), 2, xdt, nullptr, c.x_offset,
+                                                                            QCOLL_FORMAT_ND, &xstorage, 1, x.data());
   qcollTensor* ts = qcollCreateContiguousTensor(ssh.data(), ssh.size(), c.scales_dtype, s.data());
   const qcollQuantConfig cfg{c.x_dtype, c.scales_dtype, 0.0f};
   qcollTensor* to = qcollCreateContiguousTensor(osh.data(), 2, c.out_dtype, out.data());

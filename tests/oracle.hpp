@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "fp4_oracle.hpp"
 #include "qcoll/dtype.hpp"
 
 namespace oracle {
@@ -99,9 +100,14 @@ double decode_ieee16(uint16_t h) {
 inline double decode_fp16(uint16_t h) { return decode_ieee16<10>(h); }
 inline double decode_bf16(uint16_t b) { return decode_ieee16<7>(b); }
 
-// The 8-bit formats by dtype; NaN for any other dtype.
+// The 8-bit formats by dtype, and the 4-bit ones (code b in 0..15, tests/fp4_oracle.hpp);
+// NaN for any other dtype.
 inline double decode(DType t, uint8_t b) {
   switch (t) {
+    case DType::Float4E2M1:
+      return fp4_oracle::value(fp4_oracle::kE2M1, b & 0xF);
+    case DType::Float4E1M2:
+      return fp4_oracle::value(fp4_oracle::kE1M2, b & 0xF);
     case DType::Int8:
       return decode_int8(b);
     case DType::HiFloat8:
@@ -116,7 +122,7 @@ inline double decode(DType t, uint8_t b) {
       return kNaN;
   }
 }
-// The same value in fp32 (exact: every 8-bit code is representable).
+// The same value in fp32 (exact: every 8-bit and 4-bit code is representable).
 inline float decode_f(DType t, uint8_t b) { return static_cast<float>(decode(t, b)); }
 
 inline double max_finite(DType t) {
@@ -323,6 +329,13 @@ inline float scale_at(DType sdt, const uint8_t* scales, std::size_t i) {
   return static_cast<float>(decode_e8m0(scales[i / 32]));
 }
 
+// The code of flat element i of x: byte i, or for a 4-bit x nibble i of the packed data (the
+// even flat index in bits 0-3, contract.md §ext-fp4-layout).
+inline uint8_t x_code(DType xdt, const uint8_t* x, std::size_t i) {
+  if (xdt == DType::Float4E2M1 || xdt == DType::Float4E1M2) return (x[i / 2] >> (4 * (i % 2))) & 0xF;
+  return x[i];
+}
+
 // One fp32 multiply: fp32(decode(code)) * fp32(scale).
 inline float dequant(DType xdt, uint8_t code, float scale) {
   volatile float d = decode_f(xdt, code);  // volatile: one rounded fp32 operation at a time
@@ -338,7 +351,7 @@ inline void reduce(DType xdt, DType sdt, DType odt, const uint8_t* const* x, con
   for (std::size_t i = begin; i < begin + count; ++i) {
     volatile float acc = 0.0f;
     for (std::size_t k = 0; k < n; ++k) {
-      const float d = dequant(xdt, x[k][i], scale_at(sdt, scales[k], i));
+      const float d = dequant(xdt, x_code(xdt, x[k], i), scale_at(sdt, scales[k], i));
       acc = acc + d;
     }
     store(odt, acc, out + (i - begin) * osz);

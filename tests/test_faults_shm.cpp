@@ -61,10 +61,11 @@ struct RankPlan {
   int linger_ms = 0;  // stays alive this long after its calls (a rank that never arrives)
 };
 
-// Forks kRanks processes; returns results[call][rank] (absent/killed ranks: called = false).
+// Forks one process a plan (kRanks but in the rank-count cases); returns results[call][rank]
+// (absent/killed ranks: called = false).
 std::vector<std::vector<RankResult>> run_processes(const std::vector<RankPlan>& plans, double timeout_s, uint32_t seed,
                                                    std::vector<int>* exit_codes = nullptr) {
-  const int n = kRanks;
+  const int n = static_cast<int>(plans.size());
   std::string name;
   EXPECT_TRUE(random_shm_name(name).ok());
   const std::size_t bytes = ShmCommunicator::segment_bytes(n, kWindow);
@@ -200,6 +201,54 @@ TEST_F(FaultsShm, DifferentContractsAcrossRanks) {
                                           "float4_e2m1"),
               std::string::npos);
   }
+}
+
+// The extended contract's faults (contract.md §ext), every rank extended (set in each child
+// before its call): a 4-bit x with an odd offset on one rank, then the same communicator works
+// (quantized and fused FP4); a packed x one byte short on one rank.
+TEST_F(FaultsShm, Fp4Faults) {
+  const auto extended = [] { qcoll::set_contract(qcoll::settings::Contract::Extended); };
+  std::vector<RankPlan> plans(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    RankCall odd = faults::fp4_call(), good = faults::fp4_call(QCOLL_DT_FLOAT4_E1M2, QCOLL_DT_FLOAT8_E8M0, false);
+    RankCall short_x = faults::fp4_call(QCOLL_DT_FLOAT4_E1M2),
+             fused = faults::fp4_call(QCOLL_DT_FLOAT4_E2M1, QCOLL_DT_FLOAT8_E8M0, false, true);
+    odd.on_call_start = extended;
+    if (r == 2) odd.x_offset = 1;
+    if (r == 1) short_x.x_short = 2;  // two elements: one packed byte
+    plans[r].calls = {odd, good, short_x, fused};
+  }
+  auto res = run_processes(plans, kLongTimeout, 7);
+  faults::print_row("shm", "fp4: odd x offset on one rank (float4_e2m1, offset 1 on r2)", res[0]);
+  faults::print_row("shm", "fp4: call after a failed call, mx-e1m2 all-reduce (same communicator)", res[1]);
+  faults::print_row("shm", "fp4: packed x one byte short on one rank (float4_e1m2, r1)", res[2]);
+  faults::print_row("shm", "fp4: fused mx-e2m1 all-reduce after a failed call (same communicator)", res[3]);
+  expect_all_failed(res[0], 2, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_EQ(res[0][2].message.rfind("x: offset must be even for float4_e2m1", 0), 0u) << res[0][2].message;
+  EXPECT_NE(res[0][0].message.find("rank 2"), std::string::npos) << res[0][0].message;
+  faults::expect_success(res[1]);
+  expect_all_failed(res[2], 1, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_EQ(res[2][1].message.rfind("x: storage shape", 0), 0u) << res[2][1].message;
+  faults::expect_success(res[3]);
+}
+
+// 3 forked ranks: refused on every rank under vendor (rule 3), accepted under extended.
+TEST_F(FaultsShm, ThreeRanksRefusedUnderVendorAcceptedUnderExtended) {
+  RankCall vendor, extended;
+  vendor.rows = extended.rows = faults::kOddRanksRows;
+  vendor.on_call_start = [] { qcoll::set_contract(qcoll::settings::Contract::Vendor); };
+  extended.on_call_start = [] { qcoll::set_contract(qcoll::settings::Contract::Extended); };
+  RankCall fused = faults::fp4_call(QCOLL_DT_FLOAT4_E2M1, QCOLL_DT_FLOAT8_E8M0, false, true);
+  fused.rows = faults::kOddRanksRows;
+  std::vector<RankPlan> plans(faults::kOddRanks);
+  for (auto& p : plans) p.calls = {vendor, extended, fused};
+  auto res = run_processes(plans, kLongTimeout, 7);
+  faults::print_row("shm", "3 ranks under vendor (refused on every rank)", res[0]);
+  faults::print_row("shm", "3 ranks under extended (accepted)", res[1]);
+  faults::print_row("shm", "3 ranks under extended, fused mx-e2m1 all-reduce (accepted)", res[2]);
+  faults::expect_every_rank_refused(res[0], QCOLL_PARAM_INVALID, "must have 2, 4 or 8 ranks, got 3", kFastBound);
+  faults::expect_success(res[1]);
+  faults::expect_success(res[2]);
 }
 
 TEST_F(FaultsShm, OneRankCallsTheOtherOperator) {

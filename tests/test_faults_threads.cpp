@@ -15,6 +15,7 @@
 
 #include "fault_cases.hpp"
 #include "ops_harness.hpp"
+#include "qcoll/qcoll.hpp"
 
 namespace {
 
@@ -23,7 +24,9 @@ using faults::RankResult;
 
 using faults::all_same;
 using faults::expect_all_failed;
+using faults::expect_every_rank_refused;
 using faults::expect_success;
+using faults::fp4_call;
 using faults::kFastBound;
 using faults::kLongTimeout;
 
@@ -287,6 +290,77 @@ TEST_F(FaultsThreads, FusedOneRankNeverArrives) {
   auto rs = run_case(g, "fused: one rank never arrives (r3)", calls);
   expect_all_failed(rs, -1, 0, kShortTimeout + kMargin, kShortTimeout * 0.9);
   EXPECT_NE(rs[0].message.find("timed out"), std::string::npos) << rs[0].message;
+}
+
+// ---- The extended contract (contract.md §ext): 4-bit x, any rank count ----
+// The contract is the process's (its ranks are threads of it): one rank cannot keep another
+// (that case: test_faults_shm, test_mpi_faults).
+
+class ExtendedContract {
+ public:
+  ExtendedContract() { qcoll::set_contract(qcoll::settings::Contract::Extended); }
+  ~ExtendedContract() { qcoll::set_contract(std::nullopt); }
+};
+
+TEST_F(FaultsThreads, Fp4SucceedsWithTheReference) {
+  set_timeout(kLongTimeout);
+  ExtendedContract extended;
+  harness::Group g(kRanks);
+  for (bool fused : {false, true}) {
+    auto rs =
+        run_case(g, fused ? "fp4: fused mx-e1m2 all-reduce succeeds" : "fp4: kg-e2m1 reduce-scatter succeeds",
+                 all_same(fused ? fp4_call(QCOLL_DT_FLOAT4_E1M2, QCOLL_DT_FLOAT8_E8M0, false, true) : fp4_call()));
+    expect_success(rs);
+  }
+}
+
+TEST_F(FaultsThreads, Fp4OddOffsetOnOneRank) {
+  set_timeout(kLongTimeout);
+  ExtendedContract extended;
+  harness::Group g(kRanks);
+  auto calls = all_same(fp4_call());
+  calls[2].x_offset = 1;
+  auto rs = run_case(g, "fp4: odd x offset on one rank (float4_e2m1, offset 1 on r2)", calls);
+  expect_all_failed(rs, 2, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_EQ(rs[2].message.rfind("x: offset must be even for float4_e2m1", 0), 0u) << rs[2].message;
+  EXPECT_NE(rs[0].message.find("rank 2"), std::string::npos) << rs[0].message;
+  rs = run_case(g, "fp4: call after a failed call (same communicator)", all_same(fp4_call()), 16);
+  expect_success(rs);
+}
+
+TEST_F(FaultsThreads, Fp4XOneByteShortOnOneRank) {
+  set_timeout(kLongTimeout);
+  ExtendedContract extended;
+  harness::Group g(kRanks);
+  auto calls = all_same(fp4_call(QCOLL_DT_FLOAT4_E1M2, QCOLL_DT_FLOAT8_E8M0, false));
+  calls[1].x_short = 2;  // two elements: one packed byte
+  auto rs = run_case(g, "fp4: packed x one byte short on one rank (float4_e1m2, r1)", calls);
+  expect_all_failed(rs, 1, QCOLL_PARAM_INVALID, kFastBound);
+  EXPECT_EQ(rs[1].message.rfind("x: storage shape", 0), 0u) << rs[1].message;
+  EXPECT_NE(rs[0].message.find("rank 1"), std::string::npos) << rs[0].message;
+}
+
+// 3 ranks: under vendor every rank refuses the call itself (rule 3); under extended it works.
+TEST_F(FaultsThreads, ThreeRanksRefusedUnderVendorAcceptedUnderExtended) {
+  set_timeout(kLongTimeout);
+  harness::Group g(faults::kOddRanks);
+  RankCall call;
+  call.rows = faults::kOddRanksRows;
+  std::vector<RankResult> rs(faults::kOddRanks);
+  g.run([&](int r) { rs[r] = faults::run_rank(r, faults::kOddRanks, call, g.name(), 7); });
+  faults::print_row("threads", "3 ranks under vendor (refused on every rank)", rs);
+  expect_every_rank_refused(rs, QCOLL_PARAM_INVALID, "must have 2, 4 or 8 ranks, got 3", kFastBound);
+  ExtendedContract extended;
+  RankCall fused = fp4_call(QCOLL_DT_FLOAT4_E2M1, QCOLL_DT_FLOAT8_E8M0, false, true);
+  fused.rows = faults::kOddRanksRows;
+  for (const RankCall& c : {call, fused}) {
+    g.run([&](int r) { rs[r] = faults::run_rank(r, faults::kOddRanks, c, g.name(), 8); });
+    faults::print_row(
+        "threads",
+        c.fused ? "3 ranks under extended, fused mx-e2m1 all-reduce (accepted)" : "3 ranks under extended (accepted)",
+        rs);
+    expect_success(rs);
+  }
 }
 
 TEST_F(FaultsThreads, CallAfterAFastFailureWorks) {

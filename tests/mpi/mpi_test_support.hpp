@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oracle.hpp"
+#include "qcoll/contract.hpp"
 #include "qcoll/dtype.hpp"
 #include "qcoll/qcoll.h"
 
@@ -66,6 +67,8 @@ struct Mode {
   std::size_t scale_bytes(std::size_t rows, std::size_t H) const {
     return scales == qcoll::DType::Float ? rows * H / 128 * 4 : rows * H / 32;
   }
+  // x's bytes: one a byte, a 4-bit x packed two a byte (contract.md §ext-fp4-layout).
+  std::size_t x_bytes(std::size_t rows, std::size_t H) const { return qcoll::dtype_bytes(x, rows * H); }
 };
 
 inline std::vector<Mode> all_modes() {
@@ -76,6 +79,17 @@ inline std::vector<Mode> all_modes() {
       m.push_back({x, DType::Float, out});
     for (DType x : {DType::Float8E4M3FN, DType::Float8E5M2}) m.push_back({x, DType::Float8E8M0, out});
   }
+  return m;
+}
+
+// The extended contract's 4-bit modes (contract.md §ext-fp4): E2M1 and E1M2 x, KG and MX
+// scales, every output dtype.
+inline std::vector<Mode> fp4_modes() {
+  using qcoll::DType;
+  std::vector<Mode> m;
+  for (DType out : {DType::Float, DType::BFloat16, DType::Float16})
+    for (DType s : {DType::Float, DType::Float8E8M0})
+      for (DType x : {DType::Float4E2M1, DType::Float4E1M2}) m.push_back({x, s, out});
   return m;
 }
 
@@ -93,7 +107,7 @@ inline Inputs make_inputs(const Mode& m, std::size_t BS, std::size_t H, uint64_t
     return s;
   };
   Inputs in;
-  in.x.resize(BS * H);
+  in.x.resize(m.x_bytes(BS, H));
   for (auto& b : in.x) b = static_cast<uint8_t>(next() >> 24);
   in.scales.resize(m.scale_bytes(BS, H));
   if (m.scales == qcoll::DType::Float) {
@@ -123,20 +137,21 @@ inline std::string& last_error() {
 inline const char* op_name(Op op) { return op == Op::ReduceScatter ? "reduce-scatter" : "all-reduce"; }
 
 // Both phases of one operator call on this rank's inputs; output bytes in `out`.
-// `phase` tells which phase failed (1 or 2; 0 on success).
+// `phase` tells which phase failed (1 or 2; 0 on success). ndim 3: x is (2, BS/2, H) (its
+// scales 3-D too; the all-reduce's output shaped like x).
 inline qcollStatus call_op(Op op, const Mode& m, Inputs& in, std::size_t BS, std::size_t H, int n, const char* group,
-                           std::vector<uint8_t>& out, int* phase = nullptr) {
-  const int64_t xd[2] = {static_cast<int64_t>(BS), static_cast<int64_t>(H)};
-  const int64_t kg[2] = {static_cast<int64_t>(BS), static_cast<int64_t>(H / 128)};
-  const int64_t mx[3] = {static_cast<int64_t>(BS), static_cast<int64_t>(H / 64), 2};
+                           std::vector<uint8_t>& out, int* phase = nullptr, int ndim = 2) {
+  const std::vector<int64_t> xd = ndim == 3
+                                      ? std::vector<int64_t>{2, static_cast<int64_t>(BS / 2), static_cast<int64_t>(H)}
+                                      : std::vector<int64_t>{static_cast<int64_t>(BS), static_cast<int64_t>(H)};
+  const std::vector<int64_t> sd = qcoll::contract::scales_shape(m.scales, xd);
   const std::size_t out_rows = op == Op::ReduceScatter ? BS / n : BS;
-  const int64_t od[2] = {static_cast<int64_t>(out_rows), static_cast<int64_t>(H)};
+  const std::vector<int64_t> od =
+      op == Op::AllReduce ? xd : std::vector<int64_t>{static_cast<int64_t>(out_rows), static_cast<int64_t>(H)};
   out.assign(out_rows * H * qcoll::dtype_size(m.out), 0xA5);
-  qcollTensor* x = qcollCreateContiguousTensor(xd, 2, c_dtype(m.x), in.x.data());
-  qcollTensor* s = m.scales == qcoll::DType::Float
-                       ? qcollCreateContiguousTensor(kg, 2, c_dtype(m.scales), in.scales.data())
-                       : qcollCreateContiguousTensor(mx, 3, c_dtype(m.scales), in.scales.data());
-  qcollTensor* o = qcollCreateContiguousTensor(od, 2, c_dtype(m.out), out.data());
+  qcollTensor* x = qcollCreateContiguousTensor(xd.data(), xd.size(), c_dtype(m.x), in.x.data());
+  qcollTensor* s = qcollCreateContiguousTensor(sd.data(), sd.size(), c_dtype(m.scales), in.scales.data());
+  qcollTensor* o = qcollCreateContiguousTensor(od.data(), od.size(), c_dtype(m.out), out.data());
   uint64_t ws = 0;
   qcollOpExecutor* e = nullptr;
   qcollStatus st = op == Op::ReduceScatter ? qcollQuantReduceScatterGetWorkspaceSize(x, s, group, "sum", o, &ws, &e)

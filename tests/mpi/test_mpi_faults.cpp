@@ -1,8 +1,10 @@
 // Fault matrix over the process-per-rank communicators (qcoll_mpi.h), one rank per MPI
 // process. Usage: mpirun -np 4 test_mpi_faults shm|mpi
 // Cases: invalid input on one rank; different shapes / dtypes across ranks; one rank calls
-// the other operator; one rank destroys its executor; an exception in one rank's reduce
-// step mid-call; one rank never arrives (alive, QCOLL_TIMEOUT_S short); a call after a
+// the other operator; the extended contract's (contract.md §ext): different contracts across
+// ranks, a 4-bit x that one rank's contract takes, a 4-bit x with an odd offset or one byte
+// short on one rank, 3 ranks (refused under vendor, accepted under extended); one rank destroys its executor; an
+// exception in one rank's reduce step mid-call; one rank never arrives (alive, QCOLL_TIMEOUT_S short); a call after a
 // failed call (works again after a mismatch; says "broken" at once after a timeout, also
 // on the rank that was absent, and a new communicator works). Every rank checks: status and message, its time bound,
 // output untouched after a failure, bit-exact result after recovery. Rank 0 prints one "FAULT-MATRIX | case | transport
@@ -37,18 +39,22 @@ void check(bool ok, const std::string& what) {
   }
 }
 
-// Gathers every rank's result on rank 0 and prints the row (collective over MPI_COMM_WORLD;
+// Gathers every rank's result on rank 0 of `comm` and prints the row (collective over comm;
 // called outside the qcoll call, so a timed-out case still reports).
-void report(const std::string& transport, const std::string& name, const RankResult& mine) {
+void report(const std::string& transport, const std::string& name, const RankResult& mine,
+            MPI_Comm comm = MPI_COMM_WORLD) {
   struct Wire {
     int called, status;
     double seconds;
   } w{mine.called, mine.status, mine.seconds};
-  std::vector<Wire> all(g_size);
-  MPI_Gather(&w, sizeof w, MPI_BYTE, all.data(), sizeof w, MPI_BYTE, 0, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    std::vector<RankResult> rs(g_size);
-    for (int r = 0; r < g_size; ++r) {
+  int me = 0, size = 0;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &size);
+  std::vector<Wire> all(size);
+  MPI_Gather(&w, sizeof w, MPI_BYTE, all.data(), sizeof w, MPI_BYTE, 0, comm);
+  if (me == 0) {
+    std::vector<RankResult> rs(size);
+    for (int r = 0; r < size; ++r) {
       rs[r].called = all[r].called;
       rs[r].status = all[r].status;
       rs[r].seconds = all[r].seconds;
@@ -70,6 +76,57 @@ void expect_failed(const RankResult& x, bool faulty, qcollStatus faulty_status, 
 }
 
 void set_timeout(double s) { setenv("QCOLL_TIMEOUT_S", std::to_string(s).c_str(), 1); }
+
+// The message of the last fast_case on this rank.
+std::string& last_message() {
+  static std::string m;
+  return m;
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A communicator of 3 ranks (ranks 0-2 of the world; the others wait): under vendor every
+// rank refuses the call itself (rule 3: 2, 4 or 8 ranks), under extended it works (quantized
+// and fused FP4), bit for bit (contract.md §ext-ranks).
+void odd_rank_count(const std::string& transport) {
+  if (g_size < faults::kOddRanks) return;
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank < faults::kOddRanks ? 0 : MPI_UNDEFINED, g_rank, &sub);
+  if (sub != MPI_COMM_NULL) {
+    set_timeout(30);
+    qcollMpiComm* c = nullptr;
+    const qcollStatus st = qcollMpiCommCreate("faults-3", sub, &c);
+    check(st == QCOLL_SUCCESS, std::string("create 3 ranks: ") + qcollGetRecentErrMsg());
+    RankCall call;
+    call.rows = faults::kOddRanksRows;
+    RankCall fused = faults::fp4_call(QCOLL_DT_FLOAT4_E2M1, QCOLL_DT_FLOAT8_E8M0, false, true);
+    fused.rows = faults::kOddRanksRows;
+    const std::vector<std::pair<std::string, RankCall>> cases = {
+        {"3 ranks under vendor (refused on every rank)", call},
+        {"3 ranks under extended (accepted)", call},
+        {"3 ranks under extended, fused mx-e2m1 all-reduce (accepted)", fused}};
+    for (std::size_t i = 0; i < cases.size() && c; ++i) {
+      qcollSetContract(i == 0 ? QCOLL_CONTRACT_VENDOR : QCOLL_CONTRACT_EXTENDED);
+      MPI_Barrier(sub);
+      const RankResult r = faults::run_rank(g_rank, faults::kOddRanks, cases[i].second, "faults-3", 7);
+      const std::string& name = cases[i].first;
+      report(transport, name, r, sub);
+      if (i == 0) {
+        check(r.status == QCOLL_PARAM_INVALID && contains(r.message, "must have 2, 4 or 8 ranks, got 3"),
+              name + ": status " + qcollStatusName(r.status) + ": " + r.message);
+        check(r.output_untouched, name + ": output written by a failed call");
+        check(r.seconds <= 10, name + ": took " + std::to_string(r.seconds) + " s");
+      } else {
+        check(r.status == QCOLL_SUCCESS && r.output_correct, name + ": status " + qcollStatusName(r.status) + ": " +
+                                                                 r.message +
+                                                                 (r.output_correct ? "" : ", wrong result"));
+      }
+    }
+    qcollSetContract(QCOLL_CONTRACT_FROM_ENV);
+    if (c) qcollMpiCommDestroy(c);
+    MPI_Comm_free(&sub);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
 
 }  // namespace
 
@@ -96,6 +153,7 @@ int main(int argc, char** argv) {
     RankResult r = run(call);
     report(transport, name, r);
     expect_failed(r, g_rank == faulty, fst, kFast, 0, name);
+    last_message() = r.message;
   };
 
   {
@@ -181,6 +239,53 @@ int main(int argc, char** argv) {
     check(r.status == QCOLL_SUCCESS, "fused after failures: " + r.message);
     check(r.output_correct, "fused after failures: wrong result");
   }
+  {
+    // The extended contract (contract.md §ext). Ranks that keep different contracts: every
+    // rank fails at once, the message naming both (§ext-agreement).
+    const int odd = 1 % n;
+    RankCall call;
+    call.on_call_start = [&] { qcollSetContract(g_rank == odd ? QCOLL_CONTRACT_EXTENDED : QCOLL_CONTRACT_FROM_ENV); };
+    const std::string both = "ranks disagree on the contract: QCOLL_CONTRACT: extended (rank " + std::to_string(odd) +
+                             ") vs vendor (rank 0)";
+    std::string name = "different contracts across ranks (extended on r" + std::to_string(odd) + ")";
+    fast_case(name, call, -1, 0);
+    check(contains(last_message(), both), name + ": message: " + last_message());
+    // A 4-bit x that only that rank's contract takes: the vendor ranks refuse it themselves;
+    // it hears why they failed: the contracts differ.
+    RankCall fp4 = faults::fp4_call();
+    fp4.on_call_start = call.on_call_start;
+    name = "float4_e2m1 x, extended on r" + std::to_string(odd) + " only";
+    fast_case(name, fp4, g_rank == odd ? -1 : g_rank, QCOLL_PARAM_INVALID);
+    check(contains(last_message(), g_rank == odd ? both
+                                                 : "x: dtype must be int8, hifloat8, float8_e4m3fn or float8_e5m2, got "
+                                                   "float4_e2m1"),
+          name + ": message: " + last_message());
+    qcollSetContract(QCOLL_CONTRACT_EXTENDED);  // every rank from here on
+    fp4 = faults::fp4_call();
+    if (g_rank == 2 % n) fp4.x_offset = 1;
+    name = "fp4: odd x offset on one rank (float4_e2m1, offset 1 on r2)";
+    fast_case(name, fp4, 2 % n, QCOLL_PARAM_INVALID);
+    check(contains(last_message(), g_rank == 2 % n ? "x: offset must be even for float4_e2m1" : "rank 2"),
+          name + ": message: " + last_message());
+    fp4 = faults::fp4_call(QCOLL_DT_FLOAT4_E1M2, QCOLL_DT_FLOAT8_E8M0, false);
+    if (g_rank == odd) fp4.x_short = 2;  // two elements: one packed byte
+    name = "fp4: packed x one byte short on one rank (float4_e1m2, r" + std::to_string(odd) + ")";
+    fast_case(name, fp4, odd, QCOLL_PARAM_INVALID);
+    check(contains(last_message(), g_rank == odd ? "x: storage shape" : "rank " + std::to_string(odd)),
+          name + ": message: " + last_message());
+    for (const RankCall& ok : {faults::fp4_call(QCOLL_DT_FLOAT4_E1M2, QCOLL_DT_FLOAT8_E8M0, false),
+                               faults::fp4_call(QCOLL_DT_FLOAT4_E2M1, QCOLL_DT_FLOAT, true, true)}) {
+      name = ok.fused ? "fp4: fused kg-e2m1 reduce-scatter after failed calls (same communicator)"
+                      : "fp4: mx-e1m2 all-reduce after failed calls (same communicator)";
+      MPI_Barrier(MPI_COMM_WORLD);
+      RankResult r = run(ok, 24);
+      report(transport, name, r);
+      check(r.status == QCOLL_SUCCESS, name + ": " + r.message);
+      check(r.output_correct, name + ": wrong result");
+    }
+    qcollSetContract(QCOLL_CONTRACT_FROM_ENV);
+  }
+  odd_rank_count(transport);
   {
     // After those failures the communicator still works.
     set_timeout(kLong);

@@ -7,6 +7,8 @@
 //   - a window too small for one chunk (HCCL_BUFFSIZE=2): PARAM_INVALID naming HCCL_BUFFSIZE;
 //   - 100 back-to-back calls with changing inputs, each result checked;
 //   - the chunked exchange fed by a producer (rows written straight into the send slots).
+// --fp4: the extended contract's 4-bit x on shm, mpi p2p, alltoall and two hosts (run_fp4);
+// --many-ranks: 66 processes and more, fewer steps in flight (run_many).
 // Finally: no qcoll segment is left in /dev/shm. Exit status 0 only if every rank passed.
 #include <dirent.h>
 #include <mpi.h>
@@ -80,7 +82,7 @@ std::vector<Inputs> inputs_of_all_ranks(const Mode& m, std::size_t BS, std::size
 
 // This rank's output of the same call on an in-process thread group of g_size threads.
 std::vector<uint8_t> thread_transport_output(Op op, const Mode& m, std::vector<Inputs>& all, std::size_t BS,
-                                             std::size_t H, Tally& t) {
+                                             std::size_t H, Tally& t, int ndim = 2) {
   const std::string name = "threads-" + std::to_string(g_rank);
   qcollThreadGroup* g = nullptr;
   std::vector<uint8_t> mine;
@@ -93,7 +95,7 @@ std::vector<uint8_t> thread_transport_output(Op op, const Mode& m, std::vector<I
   for (int r = 0; r < g_size; ++r) {
     threads.emplace_back([&, r] {
       if (qcollThreadGroupJoin(g, r) != QCOLL_SUCCESS) return;
-      sts[r] = call_op(op, m, all[r], BS, H, g_size, name.c_str(), outs[r]);
+      sts[r] = call_op(op, m, all[r], BS, H, g_size, name.c_str(), outs[r], nullptr, ndim);
       qcollThreadGroupLeave(g);
     });
   }
@@ -104,21 +106,22 @@ std::vector<uint8_t> thread_transport_output(Op op, const Mode& m, std::vector<I
   return outs[g_rank];
 }
 
+// ndim 3: x of shape (2, BS/2, H) (call_op).
 void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t seed, const char* group, const char* what,
-                Tally& t, bool compare_threads) {
+                Tally& t, bool compare_threads, int ndim = 2) {
   std::vector<Inputs> all = inputs_of_all_ranks(m, BS, H, seed);
   std::vector<uint8_t> out;
-  const qcollStatus st = call_op(op, m, all[g_rank], BS, H, g_size, group, out);
-  if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s BS=%zu H=%zu: status %d: %s", what, op_name(op), m.name().c_str(), BS, H,
-               st, last_error().c_str()))
+  const qcollStatus st = call_op(op, m, all[g_rank], BS, H, g_size, group, out, nullptr, ndim);
+  if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s BS=%zu H=%zu %d-D: status %d: %s", what, op_name(op), m.name().c_str(),
+               BS, H, ndim, st, last_error().c_str()))
     return;
   const long long d = first_difference(m, out, expected(op, m, all, BS, H, g_rank));
-  t.check(d < 0, "%s: %s %s BS=%zu H=%zu: differs from the reference at element %lld", what, op_name(op),
-          m.name().c_str(), BS, H, d);
+  t.check(d < 0, "%s: %s %s BS=%zu H=%zu %d-D: differs from the reference at element %lld", what, op_name(op),
+          m.name().c_str(), BS, H, ndim, d);
   if (compare_threads) {
-    const long long dt = first_difference(m, out, thread_transport_output(op, m, all, BS, H, t));
-    t.check(dt < 0, "%s: %s %s: differs from the thread transport at element %lld", what, op_name(op), m.name().c_str(),
-            dt);
+    const long long dt = first_difference(m, out, thread_transport_output(op, m, all, BS, H, t, ndim));
+    t.check(dt < 0, "%s: %s %s %d-D: differs from the thread transport at element %lld", what, op_name(op),
+            m.name().c_str(), ndim, dt);
   }
 }
 
@@ -280,6 +283,155 @@ void run_extended(const char* transport, Tally& t) {
   }
 }
 
+// The extended contract's 4-bit x (--fp4, contract.md §ext-fp4; any rank count): every FP4
+// mode (E2M1 and E1M2 x, KG and MX scales) and output dtype, both operators, 2-D and 3-D x,
+// in one chunk, bit for bit against the reference (tests/oracle.hpp, the 4-bit codes from
+// tests/fp4_oracle.hpp's value lists), the first call against the thread transport too; then
+// (up to 8 ranks) both operators through a 3 MB window, in several chunks.
+void run_fp4(const char* transport, const std::string& what, Tally& t) {
+  const std::string base = std::string("qc-fp4-") + transport;
+  const std::size_t n = static_cast<std::size_t>(g_size);
+  uint64_t seed = 3000;
+  if (qcollMpiComm* c = create((base + "-4").c_str(), transport, "4", t)) {
+    // (More than 8 ranks, to stay short on 2 cores: fp32 and bf16 outputs, each mode and
+    // operator in one of 2-D and 3-D, in turn, none against the thread transport, no call of
+    // several chunks.)
+    bool first = n <= 8;
+    int q = 0;  // (mode, operator) pairs so far
+    for (const Mode& m : fp4_modes())
+      for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+        if (n > 8 && m.out == qcoll::DType::Float16) continue;
+        for (int ndim : {2, 3}) {
+          if (n > 8 && ndim != 2 + (q + q / 2) % 2) continue;  // 2, 3, 3, 2, 2, 3, ...
+          check_call(op, m, 2 * n, ndim == 2 ? 1024 : 2048, seed++, (base + "-4").c_str(), what.c_str(), t, first,
+                     ndim);
+          first = false;
+        }
+        ++q;
+      }
+    qcollMpiCommDestroy(c);
+  }
+  if (n > 8) return;  // (27 s for the chunked all-reduce at 16 ranks on 2 loaded cores)
+  if (qcollMpiComm* c = create((base + "-3").c_str(), transport, "3", t)) {
+    // 640 rows (or 2 a rank) of 1024 bytes + scales: more than one chunk of the 3 MB window.
+    const std::string chunked = what + " chunked";
+    int i = 0;
+    for (Op op : {Op::ReduceScatter, Op::AllReduce}) {
+      const Mode m = fp4_modes()[i++ == 0 ? 3 : 4];  // e1m2/e8m0->fp32, e2m1/fp32->bf16
+      check_call(op, m, std::max<std::size_t>(640, 2 * n), 2048, seed++, (base + "-3").c_str(), chunked.c_str(), t,
+                 false, op == Op::AllReduce ? 3 : 2);
+    }
+    qcollMpiCommDestroy(c);
+  }
+}
+
+// ---- Many processes (--many-ranks[=K]: mpirun -np 66 and more, contract.md §ext-ranks) ----
+
+// Rows [row0, row0 + rows) of rank k's inputs, each row a function of (seed, row, rank) alone,
+// so that a process can make the rows it checks of every rank without making all of them.
+Inputs input_rows(const Mode& m, std::size_t row0, std::size_t rows, std::size_t H, uint64_t seed, int rank) {
+  Inputs in;
+  for (std::size_t r = row0; r < row0 + rows; ++r) {
+    const Inputs one = make_inputs(m, 1, H, seed * 1000003 + r, rank);
+    in.x.insert(in.x.end(), one.x.begin(), one.x.end());
+    in.scales.insert(in.scales.end(), one.scales.begin(), one.scales.end());
+  }
+  return in;
+}
+
+// Block `block` (rows block*rpr ...) of the sum over the n ranks, from the reference.
+std::vector<uint8_t> expected_block(const Mode& m, int n, std::size_t rpr, std::size_t H, uint64_t seed, int block) {
+  std::vector<std::vector<uint8_t>> xs, ss;
+  for (int k = 0; k < n; ++k) {
+    Inputs in = input_rows(m, block * rpr, rpr, H, seed, k);
+    xs.push_back(std::move(in.x));
+    ss.push_back(std::move(in.scales));
+  }
+  return oracle::reduce_rows(m.x, m.scales, m.out, xs, ss, H, 0, rpr);
+}
+
+// One call on the n ranks of `comm` (rank `me`), rpr rows a rank: the reduce-scatter's block
+// against the reference; the all-reduce's blocks me and me + 1 (so every block is checked by
+// two ranks), and every rank's output the same bits (a hash of it compared over `comm`).
+void check_many(Op op, const Mode& m, std::size_t rpr, std::size_t H, uint64_t seed, MPI_Comm comm, const char* group,
+                const std::string& what, Tally& t) {
+  int me = 0, n = 0;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  Inputs mine = input_rows(m, 0, rpr * n, H, seed, me);
+  std::vector<uint8_t> out;
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  const qcollStatus st = call_op(op, m, mine, rpr * n, H, n, group, out);
+  if (me == 0)
+    std::printf("  %s %s %s, %d ranks, %zu rows a rank: %.2f s\n", what.c_str(), op_name(op), m.name().c_str(), n, rpr,
+                MPI_Wtime() - t0);
+  if (!t.check(st == QCOLL_SUCCESS, "%s: %s %s, %d ranks: status %d: %s", what.c_str(), op_name(op), m.name().c_str(),
+               n, st, last_error().c_str()))
+    return;
+  const std::size_t block_bytes = rpr * H * qcoll::dtype_size(m.out);
+  const std::vector<int> blocks = op == Op::ReduceScatter ? std::vector<int>{me} : std::vector<int>{me, (me + 1) % n};
+  for (int b : blocks) {
+    const std::size_t at = op == Op::ReduceScatter ? 0 : b * block_bytes;
+    const std::vector<uint8_t> got(out.begin() + at, out.begin() + at + block_bytes);
+    const long long d = first_difference(m, got, expected_block(m, n, rpr, H, seed, b));
+    t.check(d < 0, "%s: %s %s, %d ranks: block %d differs from the reference at element %lld", what.c_str(),
+            op_name(op), m.name().c_str(), n, b, d);
+  }
+  if (op == Op::AllReduce) {
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a
+    for (uint8_t b : out) h = (h ^ b) * 1099511628211ULL;
+    std::vector<uint64_t> all(n);
+    MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm);
+    t.check(std::all_of(all.begin(), all.end(), [&](uint64_t v) { return v == all[0]; }),
+            "%s: all-reduce %s, %d ranks: the ranks' outputs differ", what.c_str(), m.name().c_str(), n);
+  }
+}
+
+// On the n ranks of `comm`, for the schedules p2p (the default on one host) and alltoall: the
+// steps in flight are MpiCommunicator::steps_in_flight(n), fewer than kDepth; tiny calls
+// (2 rows a rank of 1024) of both operators, 8-bit and FP4, each rank's result against the
+// reference. (Calls of several chunks a peer cost minutes at 90 processes on 2 cores, mostly
+// the reference: the ring of fewer steps in flight wrapping around is mpi.transport.np16.extended's
+// mpi-depth-3 case.)
+void run_many(MPI_Comm comm, Tally& t) {
+  int n = 0;
+  MPI_Comm_size(comm, &n);
+  using qcoll::DType;
+  using qcoll::comm::mpi::MpiCommunicator;
+  setenv("QCOLL_TRANSPORT", "mpi", 1);
+  setenv("HCCL_BUFFSIZE", "4", 1);
+  setenv("QCOLL_MPI_CHUNK_KIB", "16", 1);
+  uint64_t seed = 7000;
+  for (const char* schedule : {"p2p", "alltoall"}) {
+    const double t0 = MPI_Wtime();
+    setenv("QCOLL_MPI_SCHEDULE", schedule, 1);
+    const std::string name = "qc-many-" + std::to_string(n) + "-" + schedule;
+    const std::string what = std::string("mpi-") + schedule;
+    qcollMpiComm* c = nullptr;
+    const qcollStatus st = qcollMpiCommCreate(name.c_str(), comm, &c);
+    if (!t.check(st == QCOLL_SUCCESS, "create %s: status %d: %s", name.c_str(), st, qcollGetRecentErrMsg())) continue;
+    if (g_rank == 0) std::printf("  %s, %d ranks: created in %.2f s\n", what.c_str(), n, MPI_Wtime() - t0);
+    const auto comm_ptr = qcoll::comm::resolve(name);
+    const int depth = comm_ptr ? comm_ptr->traits().max_steps_in_flight : -1;
+    t.check(depth == MpiCommunicator::steps_in_flight(n) && depth < MpiCommunicator::kDepth,
+            "%s, %d ranks: %d steps in flight, expected %d (< %d)", what.c_str(), n, depth,
+            MpiCommunicator::steps_in_flight(n), MpiCommunicator::kDepth);
+    const Mode tiny[] = {{DType::Int8, DType::Float, DType::BFloat16},
+                         {DType::Float4E2M1, DType::Float8E8M0, DType::Float},
+                         {DType::Float4E1M2, DType::Float, DType::Float16},
+                         {DType::Float8E4M3FN, DType::Float8E8M0, DType::BFloat16}};
+    for (int i = 0; i < 4; ++i)
+      check_many(i % 2 ? Op::AllReduce : Op::ReduceScatter, tiny[i], 2, 1024, seed++, comm, name.c_str(), what, t);
+    qcollMpiCommDestroy(c);
+    MPI_Barrier(comm);
+    if (g_rank == 0)
+      std::printf("%d ranks, %s (%d steps in flight): %.1f s\n", n, what.c_str(), depth, MPI_Wtime() - t0);
+  }
+  unsetenv("QCOLL_MPI_SCHEDULE");
+  unsetenv("QCOLL_MPI_CHUNK_KIB");
+}
+
 // This run's qcoll segments (named with its QCOLL_SHM_TAG when it has one, so that other
 // programs' segments do not count) in /dev/shm that are still there 3 s after first seen: a
 // segment exists for a moment while any communicator is made (a test running beside this one
@@ -352,9 +504,13 @@ void check_small_devshm(Tally& t) {
 
 }  // namespace
 
-// Usage: test_mpi_transport [--several-hosts] [--small-devshm] [--extended] [TRANSPORT...]
+// Usage: test_mpi_transport [--several-hosts] [--small-devshm] [--extended] [--fp4] [--many-ranks[=K]] [TRANSPORT...]
+// (--many-ranks: the extended contract and run_many alone, on the world and then its first K
+// ranks; for mpirun -np 66 and more: fewer steps in flight)
 // (--extended: the extended contract and run_extended, by default on shm, mpi, mpi-hosts-4
-// and mpi-depth-3)
+// and mpi-depth-3; --fp4: the extended contract and run_fp4, by default on shm, mpi-p2p,
+// mpi-alltoall and, with 4 ranks or more, mpi-hosts-(n/2): two hosts; both: both runs on
+// --extended's transports)
 // (TRANSPORT: shm, mpi (the default schedule, hosts), mpi-p2p, mpi-alltoall, mpi-gather
 // (QCOLL_ALL_REDUCE=gather, QCOLL_MPI_CHUNK_KIB differing between ranks), or
 // mpi-hosts-K (the hosts schedule with hosts of K ranks on this machine, run_fake_hosts);
@@ -366,17 +522,48 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Tally t(g_rank);
   setenv("QCOLL_TIMEOUT_S", "60", 1);
-  bool several_hosts = false, small_devshm = false, extended = false;
+  bool several_hosts = false, small_devshm = false, extended = false, fp4 = false, many = false;
+  int many_sub = 0;  // --many-ranks=K: also on the first K ranks
   std::vector<std::string> transports;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--several-hosts")
+    if (std::string(argv[i]) == "--several-hosts") {
       several_hosts = true;
-    else if (std::string(argv[i]) == "--extended")
+    } else if (std::string(argv[i]) == "--extended") {
       extended = true;
-    else if (std::string(argv[i]) == "--small-devshm")
+    } else if (std::string(argv[i]) == "--fp4") {
+      fp4 = true;
+    } else if (std::string(argv[i]).rfind("--many-ranks", 0) == 0) {
+      many = true;
+      many_sub = argv[i][12] == '=' ? std::atoi(argv[i] + 13) : 0;
+    } else if (std::string(argv[i]) == "--small-devshm") {
       small_devshm = true;
-    else
+    } else {
       transports.push_back(argv[i]);
+    }
+  }
+  if (many) {
+    // The world, then (K) its first K ranks (the others wait).
+    qcollSetContract(QCOLL_CONTRACT_EXTENDED);
+    run_many(MPI_COMM_WORLD, t);
+    if (many_sub >= 2 && many_sub < g_size) {
+      MPI_Comm sub = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, g_rank < many_sub ? 0 : MPI_UNDEFINED, g_rank, &sub);
+      if (sub != MPI_COMM_NULL) {
+        run_many(sub, t);
+        MPI_Comm_free(&sub);
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int rc = t.finish("test_mpi_transport --many-ranks");
+    MPI_Finalize();
+    return rc;
+  }
+  if (fp4 && !extended) {
+    qcollSetContract(QCOLL_CONTRACT_EXTENDED);
+    if (transports.empty()) {
+      transports = {"shm", "mpi-p2p", "mpi-alltoall"};
+      if (g_size >= 4) transports.push_back("mpi-hosts-" + std::to_string(g_size / 2));
+    }
   }
   if (extended) {
     qcollSetContract(QCOLL_CONTRACT_EXTENDED);
@@ -395,7 +582,7 @@ int main(int argc, char** argv) {
   if (small_devshm) check_small_devshm(t);
   for (const std::string& name : transports) {
     const double t0 = MPI_Wtime();
-    if (extended) {
+    if (extended || fp4) {
       // "mpi-hosts-K": the hosts schedule with hosts of K ranks; "mpi-depth-K": K steps in
       // flight, as with many more ranks (MpiCommunicator::steps_in_flight); "mpi-S": schedule S.
       const bool hosts = name.rfind("mpi-hosts-", 0) == 0, depth = name.rfind("mpi-depth-", 0) == 0;
@@ -407,7 +594,8 @@ int main(int argc, char** argv) {
         setenv("QCOLL_MPI_SCHEDULE", hosts ? "hosts" : name.c_str() + 4, 1);
       else
         unsetenv("QCOLL_MPI_SCHEDULE");
-      run_extended(mpi_variant ? "mpi" : name.c_str(), t);
+      if (extended) run_extended(mpi_variant ? "mpi" : name.c_str(), t);
+      if (fp4) run_fp4(mpi_variant ? "mpi" : name.c_str(), name, t);
       qcoll::comm::mpi::testing::set_ranks_per_host_for_test(0);
       qcoll::comm::mpi::testing::set_steps_in_flight_for_test(0);
       g_fake_per_host = 0;
