@@ -32,7 +32,7 @@
 # and the wall seconds each simulation took), then $OUT/sim.json, sim.md and sim.png.
 # Hostfiles are made here: host-0:R .. host-(H-1):R (the platforms' host names).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 QCOLL=$(realpath "${QCOLL:-build-smpi/tools/qcoll}")
 OUT=${OUT:-bench-results}
 PLATFORMS=${PLATFORMS:-cluster_100g}
