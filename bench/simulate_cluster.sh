@@ -98,10 +98,11 @@ for p in $PLATFORMS; do
     echo "simulate_cluster: $pname ($gbit Gbit/s links), $n ranks on $hosts hosts of $r, contract $contract, schedule $QCOLL_MPI_SCHEDULE: smpirun -np $n qcoll bench --sizes $SIZES $*"
     rm -f "$json"
     t0=$(date +%s.%N)
-    QCOLL_TRANSPORT=mpi QCOLL_CONTRACT=$contract timeout "$SIM_TIMEOUT" "$SMPIRUN" -np "$n" -platform "$pf" -hostfile "$work/hosts" \
+    # From $work: smpirun leaves its unrolled hostfile in the current folder when a run fails.
+    (cd "$work" && QCOLL_TRANSPORT=mpi QCOLL_CONTRACT=$contract timeout "$SIM_TIMEOUT" "$SMPIRUN" -np "$n" -platform "$pf" -hostfile "$work/hosts" \
       "${base_cfg[@]}" "${smpi_cfg[@]}" \
       "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" --peers mpi \
-      --label "simulated:$pname:$r/host" --link-gbit "$gbit" --ranks-per-host "$r" --json "$json" "$@" > "$txt" 2>&1
+      --label "simulated:$pname:$r/host" --link-gbit "$gbit" --ranks-per-host "$r" --json "$json" "$@") > "$txt" 2>&1
     rc=$?
     wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     grep -v '^\[' "$txt"
@@ -120,8 +121,8 @@ done
 if [ ${#jsons[@]} -gt 0 ]; then
   # The merge runs the SMPI program too, as one simulated rank on the first platform.
   printf 'host-0:1\n' > "$work/one"
-  "$SMPIRUN" -np 1 -platform "$pf" -hostfile "$work/one" --log=root.thres:critical \
-    "$QCOLL" bench --from-json "${jsons[@]}" --json "$OUT/sim.json" --table "$OUT/sim.md" --plot "$OUT/sim.png" -q ||
+  (cd "$work" && "$SMPIRUN" -np 1 -platform "$pf" -hostfile "$work/one" --log=root.thres:critical \
+    "$QCOLL" bench --from-json "${jsons[@]}" --json "$OUT/sim.json" --table "$OUT/sim.md" --plot "$OUT/sim.png" -q) ||
     status=1
   echo "simulate_cluster: wrote $OUT/sim.json, $OUT/sim.md, $OUT/sim.png; simulation times in $times"
 fi
