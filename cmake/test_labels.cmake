@@ -5,6 +5,7 @@
 #   mpi        started through mpirun (or starts mpirun itself: CliBench.Mpi*, chaos.short)
 #   fault      a rank fails, stops, dies or disagrees on purpose (fault matrix, peer exit, chaos)
 #   slow       more than about 30 s on 2 cores (soaks, two hosts, the install check)
+#   smpi       runs the SMPI build's program under SimGrid's smpirun (tests/smpi/, docs/scale.md)
 #   sanitizer  every test of a sanitizer build (QCOLL_SANITIZE set: build-asan, build-tsan)
 # Labels are given by name: a test of add_test() by its test name, the tests that
 # gtest_discover_tests() finds by the name of their program (tests/test_*.cpp), through
@@ -25,6 +26,9 @@ function(qcoll_test_labels out name)
   endif()
   if(name MATCHES "^(test_soak|mpi\\.soak\\.|mpi\\.two_hosts|mpi\\.small_devshm\\.np16$|mpi\\.transport\\.np90\\.many$|install\\.|chaos\\.)")
     list(APPEND labels slow)
+  endif()
+  if(name MATCHES "^smpi\\.")
+    list(APPEND labels smpi)
   endif()
   if(NOT labels)
     set(labels unit)

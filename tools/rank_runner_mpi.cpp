@@ -20,6 +20,9 @@
 namespace qcoll::cli {
 
 bool launched_by_mpi() {
+#ifdef QCOLL_SMPI
+  return true;  // the SMPI build runs under smpirun only, which sets none of the variables below
+#endif
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
     const char* s = std::getenv(v);
     if (s != nullptr && *s != '\0') return true;

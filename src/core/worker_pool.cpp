@@ -68,6 +68,13 @@ void WorkerPool::run(int parts, const std::function<void(int)>& part) {
     part(0);
     return;
   }
+#ifdef QCOLL_SMPI
+  // SMPI build (cmake/smpi.cmake): every part on the calling rank, in order. The ranks are
+  // actors of one OS thread and a simulated host has a core per rank; a worker thread would
+  // run outside the simulation. The parts are independent, so the bits are the same.
+  run_inline(parts, part);
+  return;
+#endif
   Batch batch;
   batch.part = &part;
   batch.pending = parts;
@@ -92,6 +99,18 @@ void WorkerPool::run(int parts, const std::function<void(int)>& part) {
     done_cv_.wait(lock);
   }
   if (batch.error) std::rethrow_exception(batch.error);
+}
+
+void WorkerPool::run_inline(int parts, const std::function<void(int)>& part) {
+  std::exception_ptr first;
+  for (int i = 0; i < parts; ++i) {
+    try {
+      part(i);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace qcoll::core

@@ -45,6 +45,8 @@ class WorkerPool {
   void start_workers_locked(int wanted);
   void worker_loop();
   void execute(const Task& t);  // runs one task without holding the mutex
+  // Every part on the caller, in order (the SMPI build: no worker threads).
+  static void run_inline(int parts, const std::function<void(int)>& part);
 
   mutable std::mutex mutex_;
   std::condition_variable work_cv_;  // tasks queued or stopping

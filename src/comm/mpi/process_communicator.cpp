@@ -37,6 +37,16 @@ const char* transport_name(int t) { return settings::transport_name(static_cast<
 Status read_transport_env(int& t) {
   Transport v = Transport::Auto;
   Status st = settings::transport(v);
+#ifdef QCOLL_SMPI
+  // SMPI build (cmake/smpi.cmake): the ranks of a simulated host share no real memory that
+  // the simulator would see; they talk through SMPI (its loopback model), so auto is mpi.
+  if (st.ok() && v == Transport::Shm) {
+    st = Status::Error(StatusCode::ParamInvalid,
+                       "QCOLL_TRANSPORT: shm is not available in an SMPI build (simulated hosts have no shared "
+                       "memory segment between ranks); use auto or mpi");
+  }
+  if (v == Transport::Auto) v = Transport::Mpi;
+#endif
   t = static_cast<int>(v);
   return st;
 }
@@ -271,9 +281,14 @@ Status create_process_communicator(const char* name, MPI_Comm user, std::shared_
   const Clock::time_point deadline = creation_deadline();
   Creation k;
   k.name = name;
+#ifdef QCOLL_SMPI
+  // SimGrid's SMPI (3.32) has no MPI_Comm_idup: the blocking duplicate, without a deadline.
+  Status s = check(MPI_Comm_dup(user, &k.dup), "MPI_Comm_dup");
+#else
   MPI_Request req = MPI_REQUEST_NULL;
   Status s = check(MPI_Comm_idup(user, &k.dup, &req), "MPI_Comm_idup");
   if (s.ok()) s = wait(req, deadline, "creating communicator: duplicating the MPI communicator");
+#endif
   if (!s.ok()) return s;
   MPI_Comm_set_errhandler(k.dup, MPI_ERRORS_RETURN);
   MPI_Comm_rank(k.dup, &k.rank);
