@@ -14,7 +14,8 @@
 //   paired/<mode>/<out>/n:<n>/<T>        each iteration a memcpy then the kernel on target T
 //                                        ("simd" = dequant_reduce), back to back; counter
 //                                        kernel_vs_memcpy = memcpy time / kernel time (the
-//                                        throughput ratio: same bytes), memcpy_GBps,
+//                                        throughput ratio: same bytes), kernel_vs_memcpy_cpu
+//                                        (the same from the thread's CPU time), memcpy_GBps,
 //                                        kernel_GBps. Neighbouring runs see the same load, so
 //                                        on a shared machine this ratio is far steadier than
 //                                        one of two separately timed benchmarks.
@@ -29,7 +30,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "kernels/dequant_reduce.hpp"
+#include "paired_timing.hpp"
 
 using qcoll::DType;
 using qcoll::kernels::ReduceArgs;
@@ -155,26 +156,11 @@ void call_kernel(const ReduceArgs& a, const std::string& path) {
 void run_paired(benchmark::State& st, Case c, std::string path) {
   const ReduceArgs a = c.args();
   Data& d = data();
-  const std::size_t half = touched_bytes(a) / 2;
-  using clock = std::chrono::steady_clock;
-  double tm = 0, tk = 0;
-  for (auto _ : st) {
-    const auto t0 = clock::now();
-    std::memcpy(d.copy_dst.data(), d.copy_src.data(), half);
-    benchmark::DoNotOptimize(d.copy_dst.data());
-    benchmark::ClobberMemory();
-    const auto t1 = clock::now();
+  qcoll_bench::run_paired(st, d.copy_dst.data(), d.copy_src.data(), touched_bytes(a), "kernel", [&] {
     call_kernel(a, path);
     benchmark::DoNotOptimize(a.out);
-    benchmark::ClobberMemory();
-    const auto t2 = clock::now();
-    tm += std::chrono::duration<double>(t1 - t0).count();
-    tk += std::chrono::duration<double>(t2 - t1).count();
-  }
-  const double bytes = static_cast<double>(st.iterations()) * static_cast<double>(touched_bytes(a));
-  st.counters["kernel_vs_memcpy"] = tk > 0 ? tm / tk : 0;
-  st.counters["memcpy_GBps"] = tm > 0 ? bytes / tm / 1e9 : 0;
-  st.counters["kernel_GBps"] = tk > 0 ? bytes / tk / 1e9 : 0;
+    return true;
+  });
 }
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }

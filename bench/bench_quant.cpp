@@ -10,6 +10,14 @@
 //   memcpy/<mode>/<in>/<rows>/threads:<t> memcpy of half as many bytes (the other half is
 //                                        the write) over t threads of the same worker pool
 //   dequantize/<mode>                    the inverse, for reference
+//   paired/<mode>/<in>/1024/<T>          each iteration a memcpy of the same bytes, then the
+//                                        quantizer on SIMD target T (every target this CPU
+//                                        runs), one thread, back to back; counters
+//                                        quant_vs_memcpy = memcpy time / quantize time (the
+//                                        throughput ratio), quant_vs_memcpy_cpu (the same from
+//                                        the thread's CPU time), memcpy_GBps, quant_GBps. Both
+//                                        see the same load, so the ratio is steadier than
+//                                        one of two separately timed benchmarks.
 // Run: bench_quant --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //        --benchmark_format=json > q.json, then scripts/bench_quant_ratios.py q.json
 // The JSON context names the quantizers' SIMD target and the load average.
@@ -22,6 +30,7 @@
 #include <vector>
 
 #include "core/worker_pool.hpp"
+#include "paired_timing.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/formats.hpp"
 #include "qcoll/quant.hpp"
@@ -125,7 +134,7 @@ void BM_Quantize(benchmark::State& state, Mode m, DType in, std::size_t rows, in
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * touched_bytes(m, in, rows)));
 }
 
-void BM_QuantizeScalar(benchmark::State& state, Mode m, DType in, std::size_t rows) {
+qcoll::quant::detail::QuantJob job_of(const Mode& m, DType in, std::size_t rows) {
   Data& d = data();
   qcoll::quant::detail::QuantJob job;
   job.in_dtype = in;
@@ -137,6 +146,11 @@ void BM_QuantizeScalar(benchmark::State& state, Mode m, DType in, std::size_t ro
   job.target = m.scales == DType::Float ? qcoll::quant::detail::kg_target(m.x, 0.0f) : 0.0f;
   job.q = d.q.data();
   job.scales = d.scales.data();
+  return job;
+}
+
+void BM_QuantizeScalar(benchmark::State& state, Mode m, DType in, std::size_t rows) {
+  const qcoll::quant::detail::QuantJob job = job_of(m, in, rows);
   for (auto _ : state) {
     qcoll::quant::detail::quantize_scalar(job);
     benchmark::ClobberMemory();
@@ -155,6 +169,14 @@ void BM_Memcpy(benchmark::State& state, std::size_t bytes_touched, int threads) 
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * len));
+}
+
+// memcpy of the bytes the quantizer touches, then the quantizer on `target`, in every iteration.
+void BM_Paired(benchmark::State& state, Mode m, DType in, std::size_t rows, std::string target) {
+  Data& d = data();
+  const qcoll::quant::detail::QuantJob job = job_of(m, in, rows);
+  qcoll_bench::run_paired(state, d.copy_dst.data(), d.copy_src.data(), touched_bytes(m, in, rows), "quant",
+                          [&] { return qcoll::quant::detail::quantize_on_target(target, job); });
 }
 
 void BM_Dequantize(benchmark::State& state, Mode m) {
@@ -188,6 +210,17 @@ void register_all() {
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }
+      }
+    }
+  }
+  const std::vector<std::string> targets = qcoll::quant::detail::quantize_simd_targets();
+  for (const Mode& m : kModes) {
+    for (const Input& in : kInputs) {
+      for (const std::string& t : targets) {
+        const std::string name = "paired/" + std::string(m.name) + "/" + in.name + "/1024/" + t;
+        benchmark::RegisterBenchmark(name.c_str(), BM_Paired, m, in.dtype, std::size_t{1024}, t)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
       }
     }
   }

@@ -15,6 +15,8 @@ against the same case's memcpy), each for the cases present in the JSON.
 import json
 import sys
 
+from paired_table import print_paired
+
 
 def main(path, stat):
     with open(path) as f:
@@ -79,38 +81,9 @@ def main(path, stat):
 
 
 def paired_table(path):
-    """kernel_vs_memcpy of the paired/<case>/<target> benchmarks: median of the repetitions."""
+    """kernel_vs_memcpy (wall clock and CPU time) of the paired/<case>/<target> benchmarks."""
     with open(path) as f:
-        doc = json.load(f)
-    med = {}
-    for b in doc["benchmarks"]:
-        name = b["run_name"].removesuffix("/real_time")
-        if not name.startswith("paired/") or b.get("aggregate_name") != "median":
-            continue
-        med[name] = b
-    if not med:
-        return
-    cases, targets = [], []
-    for name in med:
-        case, target = name[len("paired/"):].rsplit("/", 1)
-        if case not in cases:
-            cases.append(case)
-        if target not in targets:
-            targets.append(target)
-    print()
-    print(f"{'paired: case':<24}" + "".join(f"{t:>10}" for t in targets) + f"{'memcpy GB/s':>14}")
-    for case in cases:
-        row = f"{case:<24}"
-        mc = []
-        for t in targets:
-            b = med.get(f"paired/{case}/{t}")
-            row += f"{b['kernel_vs_memcpy']:>10.2f}" if b else f"{'-':>10}"
-            if b:
-                mc.append(b["memcpy_GBps"])
-        row += f"{(sum(mc) / len(mc) if mc else 0):>14.2f}"
-        print(row)
-    print("(kernel / memcpy throughput, memcpy and kernel run back to back in every iteration; "
-          "median of the repetitions; memcpy GB/s: the mean over the row's runs)")
+        print_paired(json.load(f), "kernel", "kernel / memcpy throughput")
 
 
 if __name__ == "__main__":
