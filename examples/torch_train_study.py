@@ -13,7 +13,9 @@ before any takes step k + 1, so a change of machine load falls on all of them al
 Rank 0 writes every run's training loss (the mean over the ranks of the batch loss), the
 held-out loss and accuracy every ``--eval-every`` steps, and the step times to the JSON
 file; ``--plot`` draws the curves (gnuplot) and prints the table of final figures
-(mean +- standard deviation over the seeds) as Markdown.
+(mean +- standard deviation over the seeds, and each run's mean distance of its training
+loss from the fp32 run of the same seed) as Markdown. FP4 variants (mx-e2m1) set qcoll's
+extended contract for the whole launch.
 """
 
 from __future__ import annotations
@@ -184,17 +186,26 @@ def _groups(res: dict):
                 yield w, name, names.index(name), rs
 
 
+def _gap(res: dict, w: str, rs: list) -> list:
+    """Per seed: the mean over the steps of |training loss - the fp32 run's| (same wrapper,
+    seed, batches), or [] without an fp32 run."""
+    ref = {r["seed"]: r["loss"] for r in res["runs"] if r["wrapper"] == w and r["variant"] == "fp32"}
+    return [statistics.mean(abs(a - b) for a, b in zip(r["loss"], ref[r["seed"]])) for r in rs if r["seed"] in ref]
+
+
 def table(results: list) -> str:
     rows = ["| ranks | wrapper | gradients | final held-out acc | final held-out loss | final train loss (last 10) "
-            "| step ms (median) |", "|---|---|---|---|---|---|---|"]
+            "| mean \\|train loss - fp32\\| | step ms (median) |", "|---|---|---|---|---|---|---|---|"]
     for res in results:
         n = res["meta"]["ranks"]
         for w, name, _, rs in _groups(res):
             acc = [r["evals"][-1][2] for r in rs]
             tl = [r["evals"][-1][1] for r in rs]
             tr = [statistics.mean(r["loss"][-10:]) for r in rs]
+            gap = _gap(res, w, rs)
             ms = statistics.median(r["step_ms_median"] for r in rs)
-            rows.append(f"| {n} | {w} | {name} | {_mean_sd(acc)} | {_mean_sd(tl)} | {_mean_sd(tr)} | {ms:.1f} |")
+            rows.append(f"| {n} | {w} | {name} | {_mean_sd(acc)} | {_mean_sd(tl)} | {_mean_sd(tr)} "
+                        f"| {_mean_sd(gap) if gap else '-'} | {ms:.1f} |")
     return "\n".join(rows)
 
 
