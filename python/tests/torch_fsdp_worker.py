@@ -436,9 +436,19 @@ def check_fsdp1() -> None:
                             dist.get_rank()].reshape(-1)[:c] / n
                         same_bits(out, want, f"fsdp1 ef {mode} step {step}")
             if ef:
-                assert state.state_dict()["residuals"], "no residual kept"
+                sd = state.state_dict()
+                assert sd["residuals"], "no residual kept"
+                buf = io.BytesIO()
+                torch.save(sd, buf)
+                buf.seek(0)
+                restored = qt.FSDPHookState(mode=mode, error_feedback=True)
+                restored.load_state_dict(torch.load(buf))
+                got = restored.state_dict()["residuals"]
+                assert sorted(got) == sorted(sd["residuals"]), (sorted(got), sorted(sd["residuals"]))
+                for k, v in sd["residuals"].items():
+                    same_bits(got[k], v, f"fsdp1 {mode} residual {k} restored")
     ok("fsdp1 hook: kg-int8, mx-e4m3, 2 steps: shards bit-identical to the thread transport's average, within the "
-       "quantization error; with error feedback bit-identical to the replayed residuals")
+       "quantization error; with error feedback bit-identical to the replayed residuals, state_dict round trip")
 
 
 def check_helper() -> None:
