@@ -13,7 +13,9 @@ before any takes step k + 1, so a change of machine load falls on all of them al
 Rank 0 writes every run's training loss (the mean over the ranks of the batch loss), the
 held-out loss and accuracy every ``--eval-every`` steps, and the step times to the JSON
 file; ``--plot`` draws the curves (gnuplot) and prints the table of final figures
-(mean +- standard deviation over the seeds) as Markdown.
+(mean +- standard deviation over the seeds, and each run's mean distance of its training
+loss from the fp32 run of the same seed) as Markdown. FP4 variants (mx-e2m1) set qcoll's
+extended contract for the whole launch.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ import torch.nn as nn
 
 # (name, gradient reduction, error feedback): None is the wrapper's own fp32 reduction,
 # "bf16" torch's bf16 (DDP: the bf16_compress_hook; FSDP2: reduce_dtype=bfloat16), any other
-# a qcoll mode. Rows whose mode this qcoll does not have (FP4: mx-e2m1) are skipped.
+# a qcoll mode. The FP4 rows (mx-e2m1) need qcoll's extended contract: the launch sets it
+# (qcoll.set_contract("extended"), for the whole process and every variant) when any
+# variant it runs has a mode outside the vendor's six (qcoll.torch.MODES); the vendor's
+# modes give the same bits under either contract. --variants picks rows by name.
 VARIANTS = [
     ("fp32", None, False),
     ("bf16", "bf16", False),
@@ -134,10 +139,14 @@ def train(args) -> None:
     dist.init_process_group("gloo")
     n, rank = dist.get_world_size(), dist.get_rank()
     train_set, test = load_digits(rank, n)
-    variants = [v for v in VARIANTS if v[1] in (None, "bf16") or v[1] in qt.MODES]
-    skipped = [v[0] for v in VARIANTS if v not in variants]
-    if rank == 0 and skipped:
-        print(f"skipped (mode not in this qcoll): {', '.join(skipped)}", flush=True)
+    variants = [v for v in VARIANTS if v[0] in args.variants]
+    if any(v[1] not in (None, "bf16") and v[1] not in qt.MODES for v in variants):
+        import qcoll
+
+        qcoll.set_contract("extended")  # FP4 modes: docs/contract.md §ext
+    contract = qt_contract()
+    if rank == 0:
+        print(f"variants {', '.join(v[0] for v in variants)} under the {contract} contract", flush=True)
     runs = [Run(w, v, s, train_set, args.lr) for s in range(args.seeds) for w in args.wrappers for v in variants]
     t0 = time.monotonic()
     for step in range(1, args.steps + 1):
@@ -149,12 +158,18 @@ def train(args) -> None:
             print(f"step {step}/{args.steps} ({time.monotonic() - t0:.0f} s)", flush=True)
     if rank == 0:
         meta = {"ranks": n, "steps": args.steps, "batch_per_rank": args.batch, "seeds": args.seeds, "lr": args.lr,
-                "transport": qt.transport(), "load": os.getloadavg(), "torch": torch.__version__}
+                "transport": qt.transport(), "contract": contract, "load": os.getloadavg(), "torch": torch.__version__}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "runs": [r.record(args.warmup) for r in runs]}, f)
         print(f"wrote {args.json} ({time.monotonic() - t0:.0f} s)", flush=True)
     qt.release()
     dist.destroy_process_group()
+
+
+def qt_contract() -> str:
+    import qcoll
+
+    return qcoll.get_contract()
 
 
 def _mean_sd(v: list) -> str:
@@ -171,17 +186,26 @@ def _groups(res: dict):
                 yield w, name, names.index(name), rs
 
 
+def _gap(res: dict, w: str, rs: list) -> list:
+    """Per seed: the mean over the steps of |training loss - the fp32 run's| (same wrapper,
+    seed, batches), or [] without an fp32 run."""
+    ref = {r["seed"]: r["loss"] for r in res["runs"] if r["wrapper"] == w and r["variant"] == "fp32"}
+    return [statistics.mean(abs(a - b) for a, b in zip(r["loss"], ref[r["seed"]])) for r in rs if r["seed"] in ref]
+
+
 def table(results: list) -> str:
     rows = ["| ranks | wrapper | gradients | final held-out acc | final held-out loss | final train loss (last 10) "
-            "| step ms (median) |", "|---|---|---|---|---|---|---|"]
+            "| mean \\|train loss - fp32\\| | step ms (median) |", "|---|---|---|---|---|---|---|---|"]
     for res in results:
         n = res["meta"]["ranks"]
         for w, name, _, rs in _groups(res):
             acc = [r["evals"][-1][2] for r in rs]
             tl = [r["evals"][-1][1] for r in rs]
             tr = [statistics.mean(r["loss"][-10:]) for r in rs]
+            gap = _gap(res, w, rs)
             ms = statistics.median(r["step_ms_median"] for r in rs)
-            rows.append(f"| {n} | {w} | {name} | {_mean_sd(acc)} | {_mean_sd(tl)} | {_mean_sd(tr)} | {ms:.1f} |")
+            rows.append(f"| {n} | {w} | {name} | {_mean_sd(acc)} | {_mean_sd(tl)} | {_mean_sd(tr)} "
+                        f"| {_mean_sd(gap) if gap else '-'} | {ms:.1f} |")
     return "\n".join(rows)
 
 
@@ -237,6 +261,8 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=10, help="steps left out of the step times")
     ap.add_argument("--wrappers", nargs="+", default=list(WRAPPERS), choices=WRAPPERS)
+    ap.add_argument("--variants", nargs="+", default=[v[0] for v in VARIANTS], choices=[v[0] for v in VARIANTS],
+                    help="rows of VARIANTS to run (FP4 ones set the extended contract)")
     ap.add_argument("--json", default="study.json")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"), help="draw PNG from JSON files, print the table")
     args = ap.parse_args()

@@ -2,7 +2,8 @@
 processes: torch_fsdp_worker.py under torchrun (gloo, CPU), 2 and 4 processes. Each rank
 checks the comms' outputs bit for bit against the thread transport on the gathered inputs,
 the error bounds against fp32, the reduce ops, error feedback's bookkeeping and checkpoint,
-and that a rank failing a check makes every rank fail at once. Skipped only where torch (or
+and that a rank failing a check makes every rank fail at once; the FP4 modes (mx-e2m1,
+kg-e1m2) through FSDP2's comm under the extended contract, with error feedback in mx-e2m1. Skipped only where torch (or
 its FSDP2 comm hook, torch >= 2.9) is absent."""
 
 import pathlib
@@ -46,9 +47,10 @@ def _run(n: int, only=()) -> None:
 
 
 def test_fsdp_np2():
-    assert _run(2) == {7}
+    # every check; fsdp2_fp4 sets the extended contract for its own two checks (FP4 modes)
+    assert _run(2) == {9}
 
 
 def test_fsdp_np4():
     # 4 processes on a small machine: the checks that depend on the group size
-    assert _run(4, ["fsdp2", "ops", "fail", "ef"]) == {4}
+    assert _run(4, ["fsdp2", "ops", "fail", "ef", "fsdp2_fp4"]) == {6}

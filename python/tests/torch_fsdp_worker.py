@@ -34,7 +34,9 @@ def ok(name: str) -> None:
 
 
 def quantizer(mode: str):
-    xd, sd = qt.MODES[mode]
+    """(quantize, x dtype, scales dtype) of a mode of either contract (the FP4 ones need
+    the extended contract set when called)."""
+    xd, sd = qt.EXTENDED_MODES[mode]
     if sd == "float8_e8m0":
         return lambda v: qcoll.quantize_mx(v, xd), xd, sd
     return lambda v: qcoll.quantize_kg(v, xd), xd, sd
@@ -78,13 +80,13 @@ def expected(inputs: list, mode: str, dtype, div=None, mul=None) -> torch.Tensor
 
 def quant_error(inputs: list, mode: str) -> torch.Tensor:
     """Per element of this rank's chunk: the sum over ranks of |dequantize(quantize(x_k)) - x_k|."""
-    quantize, _, _ = quantizer(mode)
+    quantize, xd, sd = quantizer(mode)
     n, me = len(inputs), dist.get_rank()
     c = inputs[0].numel() // n
     err = torch.zeros(c)
     for v in inputs:
         p = padded(v, n)
-        d = (qcoll.dequantize(*quantize(p)) - p).abs()
+        d = (qcoll.dequantize(*quantize(p), x_dtype=xd, scales_dtype=sd) - p).abs()
         rows = p.shape[0] // n
         err += d[me * rows:(me + 1) * rows].reshape(-1)[:c]
     return err
@@ -145,48 +147,51 @@ def comms_of(model, mode: str, **kw) -> list:
     return out
 
 
-def check_fsdp2_bits() -> None:
+FSDP2_CASES = [(m, rd) for m in ("kg-int8", "mx-e4m3") for rd in (None, torch.bfloat16)]
+FP4_CASES = [("mx-e2m1", None), ("mx-e2m1", torch.bfloat16), ("kg-e1m2", None)]
+
+
+def check_fsdp2_bits(cases=FSDP2_CASES, label="kg-int8, mx-e4m3 x fp32, bf16 reduce dtype") -> None:
     """FSDP2's reduce-scatter through the comm: every call's output bit-identical to the
     thread transport on the gathered inputs (AVG), within the quantization error of the
     fp32 average; the gradients are the outputs; two runs give the same bits."""
     n = dist.get_world_size()
-    for mode in ("kg-int8", "mx-e4m3"):
-        for rd in (None, torch.bfloat16):
-            model = fsdp2_model(0, rd)
-            pairs = comms_of(model, mode)
-            grads = train_grads(model)
-            calls = [c for _, cm in pairs for c in cm.calls]
-            assert all(len(cm.calls) in (0, 2) for _, cm in pairs) and len(calls) == 4, [len(cm.calls) for _, cm in pairs]
-            for inp, out, op in calls:
-                want_dtype = torch.float32 if rd is None else rd
-                assert inp.dtype == want_dtype and out.dtype == want_dtype, (inp.dtype, out.dtype)
-                assert getattr(op, "op", op) == dist.ReduceOp.AVG, op
-                every = gather(inp)
-                same_bits(out, expected(every, mode, want_dtype, div=n), f"fsdp2 {mode} {rd}")
-                c = inp.numel() // n
-                chunks = torch.stack([v.float().view(n, c)[dist.get_rank()] for v in every])
-                fp32 = chunks.mean(0)
-                qerr = quant_error(every, mode) / n
-                # + the fp32 rounding of the sums, + the bf16 output's rounding (half an ulp)
-                slack = 1e-6 * (chunks.abs().mean(0) + qerr)
-                bound = qerr + slack + ((fp32.abs() + qerr) * 2.0 ** -8 if rd else 0)
-                err = (out.float() - fp32).abs()
-                assert torch.all(err <= bound), (mode, rd, float((err - bound).max()))
-                assert float(err.max()) > 0, "quantization did not happen"
-            # The last step's outputs are the gradients: each local shard at its offset (every
-            # parameter's shard padded to ceil(dim0 / n) rows), bit for bit.
-            for mod, cm in pairs:
-                if not cm.calls:
-                    continue
-                out, off = cm.calls[-1][1], 0
-                for p in mod.parameters():
-                    local = p.grad.to_local().reshape(-1)
-                    same_bits(local, out[off:off + local.numel()].to(local.dtype), f"fsdp2 {mode} {rd} grad")
-                    off += -(-p.shape[0] // n) * (p.numel() // p.shape[0])
-            again = train_grads(comms_and(fsdp2_model(0, rd), mode))
-            for a, b in zip(grads, again):
-                same_bits(a, b, f"fsdp2 {mode} {rd} second run")
-    ok("fsdp2: kg-int8, mx-e4m3 x fp32, bf16 reduce dtype, 2 steps: outputs bit-identical to the thread transport, "
+    for mode, rd in cases:
+        model = fsdp2_model(0, rd)
+        pairs = comms_of(model, mode)
+        grads = train_grads(model)
+        calls = [c for _, cm in pairs for c in cm.calls]
+        assert all(len(cm.calls) in (0, 2) for _, cm in pairs) and len(calls) == 4, [len(cm.calls) for _, cm in pairs]
+        for inp, out, op in calls:
+            want_dtype = torch.float32 if rd is None else rd
+            assert inp.dtype == want_dtype and out.dtype == want_dtype, (inp.dtype, out.dtype)
+            assert getattr(op, "op", op) == dist.ReduceOp.AVG, op
+            every = gather(inp)
+            same_bits(out, expected(every, mode, want_dtype, div=n), f"fsdp2 {mode} {rd}")
+            c = inp.numel() // n
+            chunks = torch.stack([v.float().view(n, c)[dist.get_rank()] for v in every])
+            fp32 = chunks.mean(0)
+            qerr = quant_error(every, mode) / n
+            # + the fp32 rounding of the sums, + the bf16 output's rounding (half an ulp)
+            slack = 1e-6 * (chunks.abs().mean(0) + qerr)
+            bound = qerr + slack + ((fp32.abs() + qerr) * 2.0 ** -8 if rd else 0)
+            err = (out.float() - fp32).abs()
+            assert torch.all(err <= bound), (mode, rd, float((err - bound).max()))
+            assert float(err.max()) > 0, "quantization did not happen"
+        # The last step's outputs are the gradients: each local shard at its offset (every
+        # parameter's shard padded to ceil(dim0 / n) rows), bit for bit.
+        for mod, cm in pairs:
+            if not cm.calls:
+                continue
+            out, off = cm.calls[-1][1], 0
+            for p in mod.parameters():
+                local = p.grad.to_local().reshape(-1)
+                same_bits(local, out[off:off + local.numel()].to(local.dtype), f"fsdp2 {mode} {rd} grad")
+                off += -(-p.shape[0] // n) * (p.numel() // p.shape[0])
+        again = train_grads(comms_and(fsdp2_model(0, rd), mode))
+        for a, b in zip(grads, again):
+            same_bits(a, b, f"fsdp2 {mode} {rd} second run")
+    ok(f"fsdp2: {label}, 2 steps: outputs bit-identical to the thread transport, "
        "within the quantization error of the fp32 average; gradients = outputs; two runs identical")
 
 
@@ -261,15 +266,16 @@ def check_one_rank_fails() -> None:
     ok("one rank failing a check (dtype, op) or ranks disagreeing (mode): every rank fails at once; usable after")
 
 
-def check_error_feedback() -> None:
+def check_error_feedback(cases=(("kg-int8", torch.float32), ("mx-e4m3", torch.bfloat16)),
+                         label="kg-int8 fp32, mx-e4m3 bf16") -> None:
     """Error feedback on the FSDP2 comm: each step's output bit-identical to the thread
     transport on quantize(x + residual) (the residuals replayed for every rank here); the
     sum of the outputs plus the ranks' final residuals equals the sum of the inputs; a
     checkpointed residual restores the same next step."""
     n = dist.get_world_size()
     me = dist.get_rank()
-    for mode, dtype in (("kg-int8", torch.float32), ("mx-e4m3", torch.bfloat16)):
-        quantize, _, _ = quantizer(mode)
+    for mode, dtype in cases:
+        quantize, xd, sd = quantizer(mode)
         c = 1500
         comm = qt.FSDPReduceScatter(mode, error_feedback=True)
         res = [torch.zeros_like(padded(torch.zeros(n * c), n)) for _ in range(n)]  # every rank's, replayed
@@ -286,9 +292,8 @@ def check_error_feedback() -> None:
             es = [padded(v, n) + res[k] if t else padded(v, n) for k, v in enumerate(every)]
             qs = [quantize(e) for e in es]
             for k in range(n):
-                r = es[k] - qcoll.dequantize(*qs[k])
+                r = es[k] - qcoll.dequantize(*qs[k], x_dtype=xd, scales_dtype=sd)
                 res[k] = r
-            _, xd, sd = quantizer(mode)
             want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_reduce_scatter(
                 *qs[k], tg, output_dtype=torch.float32, x_dtype=xd, scales_dtype=sd))[me].reshape(-1)[:c]
             same_bits(out, want.to(dtype), f"ef {mode} step {t}")
@@ -325,7 +330,7 @@ def check_error_feedback() -> None:
         out2 = torch.empty(c, dtype=dtype)
         fresh(out2, inp, None, dist.ReduceOp.SUM)
         assert not torch.equal(out2, out), "a fresh comm gave the restored comm's bits: the residual did nothing"
-    ok("error feedback (fsdp2 comm): kg-int8 fp32, mx-e4m3 bf16, 5 steps: bit-identical to the replayed residuals; "
+    ok(f"error feedback (fsdp2 comm): {label}, 5 steps: bit-identical to the replayed residuals; "
        "sent + final residual = sum of inputs; a checkpoint restores the residual")
 
 
@@ -424,16 +429,26 @@ def check_fsdp1() -> None:
                         quantize, xd, sd = quantizer(mode)
                         es = [padded(v, n) if res is None else padded(v, n) + res[k] for k, v in enumerate(every)]
                         qs = [quantize(e) for e in es]
-                        res = [e - qcoll.dequantize(*q) for e, q in zip(es, qs)]
+                        res = [e - qcoll.dequantize(*q, x_dtype=xd, scales_dtype=sd) for e, q in zip(es, qs)]
                         c = g.numel() // n
                         want = qcoll.run_ranks(n, lambda k, tg: qcoll.quant_reduce_scatter(
                             *qs[k], tg, output_dtype=torch.float32, x_dtype=xd, scales_dtype=sd))[
                             dist.get_rank()].reshape(-1)[:c] / n
                         same_bits(out, want, f"fsdp1 ef {mode} step {step}")
             if ef:
-                assert state.state_dict()["residuals"], "no residual kept"
+                sd = state.state_dict()
+                assert sd["residuals"], "no residual kept"
+                buf = io.BytesIO()
+                torch.save(sd, buf)
+                buf.seek(0)
+                restored = qt.FSDPHookState(mode=mode, error_feedback=True)
+                restored.load_state_dict(torch.load(buf))
+                got = restored.state_dict()["residuals"]
+                assert sorted(got) == sorted(sd["residuals"]), (sorted(got), sorted(sd["residuals"]))
+                for k, v in sd["residuals"].items():
+                    same_bits(got[k], v, f"fsdp1 {mode} residual {k} restored")
     ok("fsdp1 hook: kg-int8, mx-e4m3, 2 steps: shards bit-identical to the thread transport's average, within the "
-       "quantization error; with error feedback bit-identical to the replayed residuals")
+       "quantization error; with error feedback bit-identical to the replayed residuals, state_dict round trip")
 
 
 def check_helper() -> None:
@@ -452,8 +467,24 @@ def check_helper() -> None:
     ok("quantize_fsdp_gradients: one comm per FSDP module, by name; refusals")
 
 
+def check_fsdp2_fp4() -> None:
+    """The FP4 modes (extended contract, set for this check only) through FSDP2's comm: the
+    bits, error bounds and determinism of check_fsdp2_bits; error feedback's bookkeeping and
+    checkpoint of check_error_feedback in mx-e2m1 (the mode whose users need it); a 4-bit
+    mode refused under the vendor contract."""
+    qcoll.set_contract("extended")
+    try:
+        check_fsdp2_bits(FP4_CASES, "FP4 (extended): mx-e2m1 x fp32, bf16 reduce dtype; kg-e1m2 fp32")
+        check_error_feedback((("mx-e2m1", torch.float32), ("mx-e2m1", torch.bfloat16)),
+                             "FP4 (extended): mx-e2m1 fp32, bf16")
+    finally:
+        qcoll.set_contract(None)
+    expect_error(lambda: qt.FSDPReduceScatter("mx-e2m1"), qcoll.InvalidParameterError, "mode", 5.0,
+                 "mx-e2m1 under the vendor contract")
+
+
 CHECKS = {"fsdp2": check_fsdp2_bits, "ops": check_ops, "fail": check_one_rank_fails, "ef": check_error_feedback,
-          "ddp_ef": check_ddp_error_feedback, "fsdp1": check_fsdp1, "helper": check_helper}
+          "ddp_ef": check_ddp_error_feedback, "fsdp1": check_fsdp1, "helper": check_helper, "fsdp2_fp4": check_fsdp2_fp4}
 
 
 def main() -> None:
