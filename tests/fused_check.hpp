@@ -76,6 +76,29 @@ std::vector<Case> every_combination(uint32_t seed, const ShapeOf& shape_of) {
   return cases;
 }
 
+// Every mode of `modes` x input dtype x output dtype x operator for n ranks, each 2-D (3 rows
+// per rank) and 3-D (B = 3, S = n: several one-row chunks per rank), seeds 1, 2, ...
+template <class Modes>
+std::vector<Case> every_combination_2d_3d(const Modes& modes, int n) {
+  uint32_t seed = 1;
+  std::vector<Case> cases;
+  for (const Mode& m : modes)
+    for (DType in : kInputs)
+      for (DType out : kOutputs)
+        for (bool ar : {false, true})
+          for (int nd : {2, 3}) {
+            Case c;
+            c.mode = m;
+            c.in = in;
+            c.out = out;
+            c.all_reduce = ar;
+            c.shape = nd == 2 ? std::vector<int64_t>{3 * n, 1024} : std::vector<int64_t>{3, n, 2048};
+            c.seed = seed++;
+            cases.push_back(c);
+          }
+  return cases;
+}
+
 // One element's bits in the input dtype (fp32: 32 bits, fp16/bf16: 16) with a biased exponent
 // drawn from [e_lo, e_hi] and random sign and mantissa.
 inline uint32_t element_bits(DType in, std::mt19937& g, int e_lo, int e_hi) {

@@ -18,11 +18,13 @@
 
 #include "fp4_oracle.hpp"
 #include "fused_check.hpp"
+#include "fused_threads.hpp"
 #include "ops/executor.hpp"
 #include "ops_harness.hpp"
 #include "oracle.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/qcoll.hpp"
+#include "special_scales.hpp"
 
 using harness::Op;
 using qcoll::DType;
@@ -50,43 +52,14 @@ uint8_t code_at(const uint8_t* packed, std::size_t i) { return (packed[i / 2] >>
 
 // Rank k's inputs: all 256 byte values (every pair of codes, each code in both halves),
 // then random bytes; fp32 scales with specials (subnormal, 0, negative, huge), E8M0 scales
-// with specials (0x00, 0xFE, NaN 0xFF, ...), as tests/test_ops_numerics.cpp.
+// with specials (0x00, 0xFE, NaN 0xFF, ...): tests/special_scales.hpp, as test_ops_numerics.cpp.
 void make_inputs(const Combo& c, int k, std::size_t rows, std::vector<uint8_t>& x, std::vector<uint8_t>& scales) {
   std::mt19937 rng(4321u + 977u * static_cast<unsigned>(k) + 31u * static_cast<unsigned>(c.x->type) +
                    static_cast<unsigned>(c.s));
   x.resize(rows * H / 2);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = i < 256 ? static_cast<uint8_t>((i + 37u * static_cast<unsigned>(k)) & 0xFF) : static_cast<uint8_t>(rng());
-  if (c.s == DType::Float) {
-    const std::size_t ng = rows * H / 128;
-    scales.resize(ng * 4);
-    for (std::size_t g = 0; g < ng; ++g) {
-      float s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f, static_cast<int>(rng() % 21) - 10);
-      switch ((g + static_cast<std::size_t>(k)) % 11) {
-        case 3:
-          s = 1e-40f;  // an fp32 subnormal scale
-          break;
-        case 5:
-          s = 0.0f;
-          break;
-        case 7:
-          s = -s;
-          break;
-        case 9:
-          s = std::ldexp(1.0f, 126);  // overflows fp32 with large codes and several ranks
-          break;
-        default:
-          break;
-      }
-      std::memcpy(scales.data() + g * 4, &s, 4);
-    }
-  } else {
-    const std::size_t ng = rows * H / 32;
-    scales.resize(ng);
-    for (std::size_t g = 0; g < ng; ++g) scales[g] = static_cast<uint8_t>(0x70 + rng() % 32);
-    const uint8_t specials[] = {0x00, 0xFE, 0xFF, 0x01, 0x7F};
-    for (std::size_t i = 0; i < 5; ++i) scales[(7 * i + static_cast<std::size_t>(k)) % ng] = specials[i];
-  }
+  special_scales::fill(rng, c.s, rows * H, k, 126, scales);
 }
 
 // Rows [row0, row0 + nrows) of the reduction, in odt.
@@ -173,38 +146,12 @@ INSTANTIATE_TEST_SUITE_P(AllCombos, OpsFp4, ::testing::Combine(::testing::Range(
 // chunks and one-row chunks.
 void check_fused_fp4(int n, std::size_t chunk_rows) {
   ExtendedContract extended;
-  qcoll::ops::testing::set_fused_chunk_rows_for_test(chunk_rows);
-  harness::Group g(n);
-  uint32_t seed = 1;
-  std::vector<fused::Case> cases;
-  for (const fused::Mode& m : qcoll::contract::quant_modes(qcoll::settings::Contract::Extended)) {
-    if (!qcoll::is_4bit_format(m.x)) continue;
-    for (DType in : fused::kInputs)
-      for (DType out : fused::kOutputs)
-        for (bool ar : {false, true})
-          for (int nd : {2, 3}) {
-            fused::Case c;
-            c.mode = m;
-            c.in = in;
-            c.out = out;
-            c.all_reduce = ar;
-            c.shape = nd == 2 ? std::vector<int64_t>{3 * n, 1024} : std::vector<int64_t>{3, n, 2048};
-            c.seed = seed++;
-            cases.push_back(c);
-          }
-  }
+  std::vector<fused::Mode> modes;
+  for (const fused::Mode& m : qcoll::contract::quant_modes(qcoll::settings::Contract::Extended))
+    if (qcoll::is_4bit_format(m.x)) modes.push_back(m);
+  const std::vector<fused::Case> cases = fused::every_combination_2d_3d(modes, n);
   ASSERT_EQ(cases.size(), 4u * 3 * 3 * 2 * 2);
-  std::vector<std::vector<std::string>> errors(n);
-  g.run([&](int r) {
-    for (const fused::Case& c : cases) {
-      std::string e = fused::check_fused_rank(c, g.name(), r, n);
-      if (!e.empty()) errors[r].push_back(e);
-    }
-  });
-  qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_TRUE(errors[r].empty()) << errors[r].size() << " failures on rank " << r << ", first: " << errors[r][0];
-  }
+  fused::expect_cases_pass_on_threads(n, chunk_rows, cases);
 }
 
 TEST(OpsFp4Fused, Threads2) { check_fused_fp4(2, 0); }

@@ -22,6 +22,7 @@
 #include "comm/shm_communicator.hpp"
 #include "comm/shm_segment.hpp"
 #include "fused_check.hpp"
+#include "fused_threads.hpp"
 #include "ops/executor.hpp"
 #include "ops_harness.hpp"
 #include "qcoll/qcoll.hpp"
@@ -32,36 +33,7 @@ namespace {
 
 // Every mode x output x input x op for n ranks, 2-D and 3-D, on a thread group.
 void check_all_combinations_threads(int n, std::size_t chunk_rows) {
-  qcoll::ops::testing::set_fused_chunk_rows_for_test(chunk_rows);
-  harness::Group g(n);
-  uint32_t seed = 1;
-  std::vector<fused::Case> cases;
-  for (const fused::Mode& m : fused::kModes)
-    for (DType in : fused::kInputs)
-      for (DType out : fused::kOutputs)
-        for (bool ar : {false, true})
-          for (int nd : {2, 3}) {
-            fused::Case c;
-            c.mode = m;
-            c.in = in;
-            c.out = out;
-            c.all_reduce = ar;
-            // 3 rows per rank (2-D), or B=3, S=n (3-D): several one-row chunks per rank.
-            c.shape = nd == 2 ? std::vector<int64_t>{3 * n, 1024} : std::vector<int64_t>{3, n, 2048};
-            c.seed = seed++;
-            cases.push_back(c);
-          }
-  std::vector<std::vector<std::string>> errors(n);
-  g.run([&](int r) {
-    for (const fused::Case& c : cases) {
-      std::string e = fused::check_fused_rank(c, g.name(), r, n);
-      if (!e.empty()) errors[r].push_back(e);
-    }
-  });
-  qcoll::ops::testing::set_fused_chunk_rows_for_test(0);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_TRUE(errors[r].empty()) << errors[r].size() << " failures on rank " << r << ", first: " << errors[r][0];
-  }
+  fused::expect_cases_pass_on_threads(n, chunk_rows, fused::every_combination_2d_3d(fused::kModes, n));
 }
 
 TEST(FusedBits, Threads2) { check_all_combinations_threads(2, 0); }

@@ -10,6 +10,7 @@
 #include "ops_harness.hpp"
 #include "oracle.hpp"
 #include "qcoll/contract.hpp"
+#include "special_scales.hpp"
 
 using harness::Op;
 using qcoll::DType;
@@ -32,36 +33,7 @@ void make_inputs(const Combo& c, int k, std::size_t rows, std::vector<uint8_t>& 
   x.resize(rows * H);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = i < 256 ? static_cast<uint8_t>((i + 37u * static_cast<unsigned>(k)) & 0xFF) : static_cast<uint8_t>(rng());
-  if (c.s == DType::Float) {
-    const std::size_t ng = rows * H / 128;
-    scales.resize(ng * 4);
-    for (std::size_t g = 0; g < ng; ++g) {
-      float s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f, static_cast<int>(rng() % 21) - 10);
-      switch ((g + static_cast<std::size_t>(k)) % 11) {
-        case 3:
-          s = 1e-40f;
-          break;  // fp32 subnormal scale
-        case 5:
-          s = 0.0f;
-          break;
-        case 7:
-          s = -s;
-          break;
-        case 9:
-          s = std::ldexp(1.0f, 110);
-          break;  // overflows fp32/fp16 with large codes
-        default:
-          break;
-      }
-      std::memcpy(scales.data() + g * 4, &s, 4);
-    }
-  } else {
-    const std::size_t ng = rows * H / 32;
-    scales.resize(ng);
-    for (std::size_t g = 0; g < ng; ++g) scales[g] = static_cast<uint8_t>(0x70 + rng() % 32);
-    const uint8_t specials[] = {0x00, 0xFE, 0xFF, 0x01, 0x7F};
-    for (std::size_t i = 0; i < 5; ++i) scales[(7 * i + static_cast<std::size_t>(k)) % ng] = specials[i];
-  }
+  special_scales::fill(rng, c.s, rows * H, k, 110, scales);
 }
 
 class OpsNumerics : public ::testing::TestWithParam<std::tuple<int, int>> {};

@@ -1,0 +1,52 @@
+// The scales of the operator tests' inputs (test_ops_numerics.cpp, test_ops_fp4.cpp): fp32
+// scales per 128 elements, random in [2^-10, 2^11) with specials by group (an fp32 subnormal,
+// 0, a negative, and 2^huge_exponent, large enough to overflow the sum), or E8M0 scales per
+// 32 elements around 2^-15 .. 2^16 with the specials 0x00, 0xFE, NaN 0xFF, 0x01 and 0x7F at
+// places that move with the rank k. Drawn from the caller's generator, after its x.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "qcoll/dtype.hpp"
+
+namespace special_scales {
+
+inline void fill(std::mt19937& rng, qcoll::DType scales_dtype, std::size_t elements, int k, int huge_exponent,
+                 std::vector<uint8_t>& scales) {
+  if (scales_dtype == qcoll::DType::Float) {
+    const std::size_t ng = elements / 128;
+    scales.resize(ng * 4);
+    for (std::size_t g = 0; g < ng; ++g) {
+      float s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f, static_cast<int>(rng() % 21) - 10);
+      switch ((g + static_cast<std::size_t>(k)) % 11) {
+        case 3:
+          s = 1e-40f;  // an fp32 subnormal scale
+          break;
+        case 5:
+          s = 0.0f;
+          break;
+        case 7:
+          s = -s;
+          break;
+        case 9:
+          s = std::ldexp(1.0f, huge_exponent);
+          break;
+        default:
+          break;
+      }
+      std::memcpy(scales.data() + g * 4, &s, 4);
+    }
+    return;
+  }
+  const std::size_t ng = elements / 32;
+  scales.resize(ng);
+  for (std::size_t g = 0; g < ng; ++g) scales[g] = static_cast<uint8_t>(0x70 + rng() % 32);
+  const uint8_t specials[] = {0x00, 0xFE, 0xFF, 0x01, 0x7F};
+  for (std::size_t i = 0; i < 5; ++i) scales[(7 * i + static_cast<std::size_t>(k)) % ng] = specials[i];
+}
+
+}  // namespace special_scales
