@@ -30,6 +30,7 @@
 #include "qcoll/quant.hpp"
 #include "qcoll/settings.hpp"
 #include "quant/quantize_job.hpp"
+#include "quant_inputs.hpp"
 
 using qcoll::DType;
 using qcoll::Status;
@@ -39,6 +40,12 @@ namespace s = qcoll::settings;
 namespace c = qcoll::contract;
 
 namespace {
+
+using quant_inputs::every_half_pattern;
+using quant_inputs::Input;
+using quant_inputs::make_input;
+using quant_inputs::normal_values;
+using quant_inputs::random_bits;
 
 constexpr DType kFp4[] = {DType::Float4E2M1, DType::Float4E1M2};
 constexpr DType kScales[] = {DType::Float, DType::Float8E8M0};
@@ -57,36 +64,6 @@ struct Extended {
   Extended() { s::set_contract_override(s::Contract::Extended); }
   ~Extended() { s::set_contract_override(std::nullopt); }
 };
-
-// Rows in one of the input dtypes, from fp32 values (bf16 / fp16: rounded by the library's
-// encoders); `values` are what the quantizer sees (the decoded bf16 / fp16 values).
-struct Input {
-  DType dtype = DType::Float;
-  std::vector<float> f;
-  std::vector<uint16_t> h;
-  std::vector<float> values;
-  std::size_t size() const { return values.size(); }
-  const void* data() const {
-    return dtype == DType::Float ? static_cast<const void*>(f.data()) : static_cast<const void*>(h.data());
-  }
-};
-
-Input make_input(DType in, const std::vector<float>& v) {
-  namespace f = qcoll::formats;
-  Input x;
-  x.dtype = in;
-  if (in == DType::Float) {
-    x.f = v;
-    x.values = v;
-    return x;
-  }
-  for (float e : v) {
-    const uint16_t b = in == DType::BFloat16 ? f::encode_bfloat16(e) : f::encode_float16(e);
-    x.h.push_back(b);
-    x.values.push_back(in == DType::BFloat16 ? f::decode_bfloat16(b) : f::decode_float16(b));
-  }
-  return x;
-}
 
 struct Output {
   std::vector<uint8_t> q;       // packed codes
@@ -252,21 +229,6 @@ void expect_everything(const std::vector<float>& v, std::size_t H) {
   }
 }
 
-std::vector<float> normal_values(std::size_t n, uint32_t seed, float sigma) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> nd(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& e : v) e = nd(gen);
-  return v;
-}
-
-std::vector<float> random_bits(std::size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<float> v(n);
-  for (auto& e : v) e = std::bit_cast<float>(static_cast<uint32_t>(gen()));
-  return v;
-}
-
 std::vector<float> log_uniform(std::size_t n, uint32_t seed, int lo, int hi) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int> e(lo, hi - 1);
@@ -333,13 +295,7 @@ TEST(QuantFp4, RandomDistributionsAndMagnitudes) {
 TEST(QuantFp4, EveryHalfPrecisionBitPattern) {
   for (DType in : {DType::BFloat16, DType::Float16}) {
     for (int shuffle = 0; shuffle < 2; ++shuffle) {
-      Input x;
-      x.dtype = in;
-      for (uint32_t i = 0; i < 65536; ++i) x.h.push_back(static_cast<uint16_t>(i));
-      if (shuffle) std::shuffle(x.h.begin(), x.h.end(), std::mt19937(5));
-      for (uint16_t b : x.h)
-        x.values.push_back(in == DType::BFloat16 ? qcoll::formats::decode_bfloat16(b)
-                                                 : qcoll::formats::decode_float16(b));
+      const Input x = every_half_pattern(in, shuffle != 0);
       for (DType t : kFp4)
         for (DType sd : kScales) expect_all_paths(x, 512, t, sd);
     }

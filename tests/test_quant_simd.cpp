@@ -20,6 +20,7 @@
 #include "qcoll/formats.hpp"
 #include "qcoll/quant.hpp"
 #include "quant/quantize_job.hpp"
+#include "quant_inputs.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -30,6 +31,11 @@ namespace qq = qcoll::quant;
 namespace qd = qcoll::quant::detail;
 
 namespace {
+
+using quant_inputs::Input;
+using quant_inputs::make_input;
+using quant_inputs::normal_values;
+using quant_inputs::random_bits;
 
 constexpr DType kKgTypes[] = {DType::Int8, DType::HiFloat8, DType::Float8E4M3FN, DType::Float8E5M2};
 constexpr DType kMxTypes[] = {DType::Float8E4M3FN, DType::Float8E5M2};
@@ -44,31 +50,6 @@ uint32_t bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
   return b;
-}
-
-// Input rows in one of the three input dtypes, built from fp32 values (bf16/fp16: rounded
-// by the library's encoders) or from raw 16-bit patterns.
-struct Input {
-  DType dtype = DType::Float;
-  std::vector<float> f;
-  std::vector<uint16_t> h;
-  std::size_t size() const { return dtype == DType::Float ? f.size() : h.size(); }
-  const void* data() const {
-    return dtype == DType::Float ? static_cast<const void*>(f.data()) : static_cast<const void*>(h.data());
-  }
-};
-
-Input make_input(DType in, const std::vector<float>& v) {
-  Input x;
-  x.dtype = in;
-  if (in == DType::Float) {
-    x.f = v;
-  } else {
-    x.h.resize(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-      x.h[i] = in == DType::BFloat16 ? qcoll::formats::encode_bfloat16(v[i]) : qcoll::formats::encode_float16(v[i]);
-  }
-  return x;
 }
 
 struct Output {
@@ -149,22 +130,6 @@ void expect_all_modes_match(const std::vector<float>& v, std::size_t H, DType in
   for (DType t : kMxTypes) expect_targets_match(x, H, t, DType::Float8E8M0, 0.0f, &v);
 }
 
-std::vector<float> normal_values(std::size_t n, uint32_t seed, float sigma) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> nd(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& e : v) e = nd(gen);
-  return v;
-}
-
-// Uniformly random fp32 bit patterns: every exponent, NaNs with payloads, Infs, subnormals.
-std::vector<float> random_bits(std::size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<float> v(n);
-  for (auto& e : v) e = f32(gen());
-  return v;
-}
-
 // Random magnitudes 2^[lo, hi) with random mantissas and signs.
 std::vector<float> log_uniform(std::size_t n, uint32_t seed, int lo, int hi) {
   std::mt19937 gen(seed);
@@ -211,11 +176,7 @@ TEST(QuantSimd, EveryHalfPrecisionBitPattern) {
   // and shuffled across groups.
   for (DType in : {DType::BFloat16, DType::Float16}) {
     for (int shuffle = 0; shuffle < 2; ++shuffle) {
-      Input x;
-      x.dtype = in;
-      x.h.resize(65536);
-      for (uint32_t i = 0; i < 65536; ++i) x.h[i] = static_cast<uint16_t>(i);
-      if (shuffle) std::shuffle(x.h.begin(), x.h.end(), std::mt19937(5));
+      const Input x = quant_inputs::every_half_pattern(in, shuffle != 0);
       for (DType t : kKgTypes) expect_targets_match(x, 512, t, DType::Float);
       for (DType t : kMxTypes) expect_targets_match(x, 512, t, DType::Float8E8M0);
     }
