@@ -33,9 +33,8 @@ for k in $(seq 1 "$N"); do
   rc=0
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 900 "$@" \
     --output-junit "$PWD/$OUT/run-$k.xml" >"$OUT/run-$k.log" 2>&1 || rc=$?
-  tail -n 3 "$OUT/run-$k.log" | grep -E 'tests passed|Total Test time' | tr '\n' ' ' |
-    sed "s/^/repeat-tests: run $k of $N ($((SECONDS - t0)) s, load $(cut -d' ' -f1 /proc/loadavg)): /"
-  echo
+  result=$(grep -E 'tests passed|tests failed out of' "$OUT/run-$k.log" | tail -n 1 || true)
+  echo "repeat-tests: run $k of $N ($((SECONDS - t0)) s, load $(cut -d' ' -f1 /proc/loadavg)): ${result:-no ctest summary (rc $rc)}"
   [ "$rc" = 0 ] || failed_runs=$((failed_runs + 1))
 done
 "${PYTHON:-python3}" - "$OUT" "$N" "$failed_runs" <<'PY' | tee "$OUT/summary.txt"
