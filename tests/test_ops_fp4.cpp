@@ -21,10 +21,10 @@
 #include "fused_threads.hpp"
 #include "ops/executor.hpp"
 #include "ops_harness.hpp"
+#include "ops_reference.hpp"
 #include "oracle.hpp"
 #include "qcoll/contract.hpp"
 #include "qcoll/qcoll.hpp"
-#include "special_scales.hpp"
 
 using harness::Op;
 using qcoll::DType;
@@ -52,14 +52,14 @@ uint8_t code_at(const uint8_t* packed, std::size_t i) { return (packed[i / 2] >>
 
 // Rank k's inputs: all 256 byte values (every pair of codes, each code in both halves),
 // then random bytes; fp32 scales with specials (subnormal, 0, negative, huge), E8M0 scales
-// with specials (0x00, 0xFE, NaN 0xFF, ...): tests/special_scales.hpp, as test_ops_numerics.cpp.
+// with specials (0x00, 0xFE, NaN 0xFF, ...): tests/ops_reference.hpp, as test_ops_numerics.cpp.
 void make_inputs(const Combo& c, int k, std::size_t rows, std::vector<uint8_t>& x, std::vector<uint8_t>& scales) {
   std::mt19937 rng(4321u + 977u * static_cast<unsigned>(k) + 31u * static_cast<unsigned>(c.x->type) +
                    static_cast<unsigned>(c.s));
   x.resize(rows * H / 2);
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = i < 256 ? static_cast<uint8_t>((i + 37u * static_cast<unsigned>(k)) & 0xFF) : static_cast<uint8_t>(rng());
-  special_scales::fill(rng, c.s, rows * H, k, 126, scales);
+  ops_reference::fill_special_scales(rng, c.s, rows * H, k, 126, scales);
 }
 
 // Rows [row0, row0 + nrows) of the reduction, in odt.
@@ -117,15 +117,7 @@ TEST_P(OpsFp4, BitExactAgainstReference) {
         });
         for (int r = 0; r < n; ++r) {
           ASSERT_EQ(st[r], QCOLL_SUCCESS) << "rank " << r << ": " << msg[r];
-          const std::size_t row0 = op == Op::ReduceScatter ? r * out_rows : 0;
-          std::size_t bad = 0;
-          for (std::size_t i = 0; i < out_rows * H; ++i) {
-            const uint8_t* want = full.data() + (row0 * H + i) * osz;
-            if (!oracle::same_result(odt, outs[r].data() + i * osz, want) && bad++ < 3) {
-              ADD_FAILURE() << "rank " << r << " element " << i << " differs from the reference";
-            }
-          }
-          EXPECT_EQ(bad, 0u) << "rank " << r;
+          ops_reference::expect_rank_output(op, r, outs[r], full, out_rows, H, odt, osz);
           if (op == Op::AllReduce) {
             EXPECT_EQ(outs[r], outs[0]) << "rank " << r << " vs rank 0";
           }
