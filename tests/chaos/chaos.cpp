@@ -87,6 +87,30 @@ constexpr int kVariants = 4;
 constexpr uint32_t kSeed = 11;
 constexpr uint32_t kHealthSeed = 23;
 constexpr double kMaxCallingS = 30;  // a rank stops calling after this long (a failed trial)
+// The deadline of an MPI rank's communicator creations (QCOLL_TIMEOUT_S for their scope).
+// The chaos is judged on the calls, which keep --timeout. The survivors' creation starts when
+// each of them has finished its own calls, seconds apart on a loaded machine. Under ASan at
+// load 58, four ranks' MPI_Comm_idup did not finish in a 2 s deadline: two trials of 16
+// failed in one of the sanitizer repeats (scripts/repeat-tests.sh).
+constexpr const char* kCreateTimeoutS = "30";
+class CreationTimeout {
+ public:
+  CreationTimeout() {
+    if (const char* t = std::getenv("QCOLL_TIMEOUT_S")) saved_ = t;
+    setenv("QCOLL_TIMEOUT_S", kCreateTimeoutS, 1);
+  }
+  ~CreationTimeout() {
+    if (saved_.empty())
+      unsetenv("QCOLL_TIMEOUT_S");
+    else
+      setenv("QCOLL_TIMEOUT_S", saved_.c_str(), 1);
+  }
+  CreationTimeout(const CreationTimeout&) = delete;
+  CreationTimeout& operator=(const CreationTimeout&) = delete;
+
+ private:
+  std::string saved_;
+};
 
 // QCOLL_CHAOS_MUTATE (a check of the checks; every trial must then fail): "partial" (a failed
 // call writes one output byte), "slow" (a failed call returns QCOLL_TIMEOUT_S + 3 s late),
@@ -425,12 +449,17 @@ int mpi_rank_main(int argc, char** argv) {
   for (int v = 0; v < kRanks; ++v) MPI_Comm_split(MPI_COMM_WORLD, r == v ? MPI_UNDEFINED : 0, r, &without[v]);
   const Plan p = make_plan(kRanks, kSeed, r);
   const Plan hp3 = make_plan(kHealthRanks, kHealthSeed);
-  // The ranks meet before the creation, whose deadline is QCOLL_TIMEOUT_S (3 s here): under
-  // ASan on a loaded machine one rank's plan can take seconds longer than another's, and the
-  // chaos is about calls, not about ranks that start apart.
+  // The ranks meet before the creation (its deadline: kCreateTimeoutS): under ASan on a
+  // loaded machine one rank's plan can take seconds longer than another's, and the chaos is
+  // about calls, not about ranks that start apart.
   MPI_Barrier(MPI_COMM_WORLD);
   qcollMpiComm* comm = nullptr;
-  if (qcollMpiCommCreateWorld("chaos", &comm) != QCOLL_SUCCESS) {
+  qcollStatus created = QCOLL_SUCCESS;
+  {
+    CreationTimeout longer;
+    created = qcollMpiCommCreateWorld("chaos", &comm);
+  }
+  if (created != QCOLL_SUCCESS) {
     std::fprintf(stderr, "rank %d: create: %s\n", r, qcollGetRecentErrMsg());
     _exit(13);
   }
@@ -453,7 +482,11 @@ int mpi_rank_main(int argc, char** argv) {
     slot.finished = 1;
     _exit(0);
   }
-  if (qcollMpiCommCreate("chaos-health", pair, &hc) != QCOLL_SUCCESS) {
+  {
+    CreationTimeout longer;
+    created = qcollMpiCommCreate("chaos-health", pair, &hc);
+  }
+  if (created != QCOLL_SUCCESS) {
     put(slot.health_msg, sizeof slot.health_msg, std::string("create: ") + qcollGetRecentErrMsg());
     slot.health = 2;
   } else {
