@@ -2,15 +2,15 @@
 # The smallest simulated cluster end to end (label smpi; docs/scale.md): the SMPI build's qcoll
 # program runs the fused reduce-scatter and all-reduce on 4 ranks under smpirun (2 simulated
 # hosts of 2 ranks, bench/platforms/cluster_100g.xml, qcoll's MPI transport: both under the
-# default hosts schedule, the all-reduce also under p2p), and every rank's output must have
-# the same bits as the normal build's run of the same call with 4 thread ranks. The
-# all-reduce under hosts runs 3 times: its all-gather forwards parts inside a host, which
-# hung in 7 to 8 of 10 runs of this call before mpi::test() took MPI_REQUEST_NULL as
-# complete by itself (SMPI's MPI_Test leaves the flag unset there: docs/scale.md), so 3
-# runs all finishing is what the fix shows (since the SMPI build's waits block in the
-# simulator, the unfixed code stops at once there: "a forward without its receive"). A stuck
-# call ends in SimGrid's deadlock report (the SMPI build has no QCOLL_TIMEOUT_S deadline in
-# its blocking waits).
+# default hosts schedule, the all-reduce also under p2p; then the all-reduce on 8 ranks, 2
+# hosts of 4, under hosts), and every rank's output must have the same bits as the normal
+# build's run of the same call with as many thread ranks. The 8-rank all-reduce is the
+# hosts schedule's forwarding inside a host: before mpi::test() took MPI_REQUEST_NULL as
+# complete by itself (SMPI's MPI_Test leaves the flag unset there: docs/scale.md) it failed
+# in 5 of 5 runs ("a forward without its receive"; with the polling waits of the time, the
+# 4-rank all-reduce under hosts hung in 7 to 8 of 10 runs). A stuck call ends in SimGrid's
+# deadlock report (the SMPI build's waits block in the simulator, without the
+# QCOLL_TIMEOUT_S deadline).
 #
 #   tests/smpi/bits_vs_threads.sh SMPI_QCOLL QCOLL SMPIRUN
 set -uo pipefail
@@ -36,7 +36,7 @@ for op in reduce-scatter all-reduce; do
   for mode in kg-int8 mx-e4m3; do
     tag="$op.$mode"
     runs="hosts"
-    [ "$op" = all-reduce ] && runs="hosts hosts hosts p2p"
+    [ "$op" = all-reduce ] && runs="hosts p2p"
     check "$tag threads" "$qcoll" "$op" --ranks 4 --in "act{rank}.npy" --mode "$mode" --out "thr.$tag.{rank}.npy" -q || continue
     for schedule in $runs; do
       rm -f sim.$tag.*.npy
@@ -56,6 +56,22 @@ for op in reduce-scatter all-reduce; do
     done
   done
 done
+# 8 ranks on 2 hosts of 4: the hosts schedule forwards 4 parts inside each host (SMPI's
+# options as bench/simulate_cluster.sh sets them).
+printf 'host-0:4\nhost-1:4\n' > hosts8
+if check "generate 8" "$qcoll" generate --ranks 8 --bs 64 --hidden 1024 --seed 7 --out "a8.{rank}.npy" &&
+  check "all-reduce 8 threads" "$qcoll" all-reduce --ranks 8 --in "a8.{rank}.npy" --mode kg-int8 --out "thr8.{rank}.npy" -q &&
+  check "all-reduce 8 smpirun (hosts)" env QCOLL_TRANSPORT=mpi QCOLL_MPI_SCHEDULE=hosts QCOLL_TIMEOUT_S=5 "$smpirun" -np 8 -platform "$platform" -hostfile hosts8 \
+    --cfg=smpi/host-speed:1Gf --cfg=smpi/test:0 --cfg=smpi/iprobe:0 --log=root.thres:warning \
+    "$smpi_qcoll" all-reduce --in "a8.{rank}.npy" --mode kg-int8 --out "sim8.{rank}.npy" -q; then
+  for r in 0 1 2 3 4 5 6 7; do
+    if [ ! -s "sim8.$r.npy" ] || ! cmp -s "sim8.$r.npy" "thr8.$r.npy"; then
+      echo "FAIL: all-reduce.kg-int8 8 ranks (hosts) rank $r: missing or other bits than the thread ranks'"; fail=$((fail + 1))
+    else
+      echo "ok: all-reduce.kg-int8 8 ranks (hosts) rank $r: the same bits"
+    fi
+  done
+fi
 # The runs must also differ where the inputs do (the comparison can fail): another seed.
 check "generate seed 8" "$qcoll" generate --ranks 4 --bs 64 --hidden 1024 --seed 8 --out "act{rank}.npy" &&
   check "reduce-scatter seed 8" env QCOLL_TRANSPORT=mpi QCOLL_TIMEOUT_S=5 "$smpirun" -np 4 -platform "$platform" -hostfile hosts \
