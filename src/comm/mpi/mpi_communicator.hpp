@@ -1,6 +1,7 @@
 // The MPI transport (ranks on several hosts, or any ranks when QCOLL_TRANSPORT=mpi): a
 // duplicate of the user's MPI communicator with MPI_ERRORS_RETURN, and nonblocking
-// transfers polled with MPI_Test against the caller's deadline.
+// transfers polled with MPI_Test against the caller's deadline (the SMPI build blocks in
+// MPI_Waitall / MPI_Waitany instead, without a deadline: docs/scale.md).
 //
 // The step primitives of communicator.hpp: region() is a part of the send slot of the step,
 // publish() starts the step's transfers into its receive slot, wait_step() polls them,
