@@ -21,11 +21,12 @@
 # e.g. "--cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-factor:0:1" for links without SMPI's
 # calibrated TCP factors), LINK_GBIT (the links' rate for the bound columns; default: the
 # bw="..Gbps" of the platform's cluster), SIM_TIMEOUT (3000 s of wall time a run),
-# QCOLL_TIMEOUT_S (10: simulated seconds before a call gives up; a stuck rank polls in
-# simulated 20 us naps, so each simulated second of waiting costs wall time too),
-# QCOLL_MPI_SCHEDULE (p2p: the hosts schedule, qcoll's default, hangs in the all-reduce's
-# all-gather under SMPI 3.32 at n = 4 and 8: docs/scale.md, open).
-# Extra arguments go to `qcoll bench` (default peers: --peers mpi, SMPI's own collectives).
+# QCOLL_TIMEOUT_S (10: simulated seconds before a call gives up, where the SMPI build still
+# measures a deadline: its MPI waits block in the simulator without one, and a stuck call
+# ends in SimGrid's deadlock report instead, docs/scale.md),
+# QCOLL_MPI_SCHEDULE (hosts, qcoll's default; p2p or alltoall), PEERS (mpi: SMPI's own
+# collectives; none: qcoll only).
+# Extra arguments go to `qcoll bench`.
 # (smpirun passes the arguments on split at spaces: none of them may hold one.)
 # Writes $OUT/sim_<platform>_n<N>.json/.txt (rows as bench/shaped_network.sh's, with
 # qcoll_over_wire_bound for the simulated links), $OUT/sim_times.txt (the simulated seconds
@@ -43,7 +44,8 @@ REPEATS=${REPEATS:-3}
 WARMUP=${WARMUP:-1}
 CONTRACT=${CONTRACT:-auto}
 SIM_TIMEOUT=${SIM_TIMEOUT:-3000}
-export QCOLL_TIMEOUT_S=${QCOLL_TIMEOUT_S:-10} QCOLL_MPI_SCHEDULE=${QCOLL_MPI_SCHEDULE:-p2p}
+PEERS=${PEERS:-mpi}
+export QCOLL_TIMEOUT_S=${QCOLL_TIMEOUT_S:-10} QCOLL_MPI_SCHEDULE=${QCOLL_MPI_SCHEDULE:-hosts}
 SMPIRUN=$(command -v "${SMPIRUN:-smpirun}") || { echo "simulate_cluster: smpirun not found (apt-get install libsimgrid-dev; scripts/build-smpi.sh)" >&2; exit 2; }
 read -r -a smpi_cfg <<< "${SMPI_CFG:-}"
 [ -f "$QCOLL" ] || { echo "simulate_cluster: $QCOLL not found (scripts/build-smpi.sh builds it)" >&2; exit 2; }
@@ -101,9 +103,12 @@ for p in $PLATFORMS; do
     # From $work: smpirun leaves its unrolled hostfile in the current folder when a run fails.
     (cd "$work" && QCOLL_TRANSPORT=mpi QCOLL_CONTRACT=$contract timeout "$SIM_TIMEOUT" "$SMPIRUN" -np "$n" -platform "$pf" -hostfile "$work/hosts" \
       "${base_cfg[@]}" "${smpi_cfg[@]}" \
-      "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" --peers mpi \
+      "$QCOLL" bench --sizes "$SIZES" --repeats "$REPEATS" --warmup "$WARMUP" --peers "$PEERS" \
       --label "simulated:$pname:$r/host" --link-gbit "$gbit" --ranks-per-host "$r" --json "$json" "$@") > "$txt" 2>&1
     rc=$?
+    # smpirun exits 0 when SimGrid finds the simulation deadlocked (the SMPI build's waits
+    # block in the simulator): that is a failed run too (rc 99).
+    if grep -q 'Deadlock detected' "$txt"; then rc=99; fi
     wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     grep -v '^\[' "$txt"
     # SMPI's closing line: "Simulated time: X seconds." (smpi/display-timing)

@@ -305,38 +305,74 @@ Status MpiCommunicator::start_hosts(Step s) {
   return Status::Ok();
 }
 
+Status MpiCommunicator::post_arrived_forwards(Step s, bool& all_forwarded) {
+  StepInfo& info = steps_[slot_of(s)];
+  all_forwarded = true;
+  const int count = part_blocks(s);
+  const std::size_t peers = local_peers_.size();
+  for (std::size_t i = 0; i < info.forwarded.size(); ++i) {
+    if (info.forwarded[i]) continue;
+    bool arrived = false;  // (a receive that test_all() completed is null: arrived)
+    if (Status st = test(info.reqs[info.forward_recv[i]], arrived); !st.ok()) return st;
+    if (!arrived) {
+      all_forwarded = false;
+      continue;
+    }
+    const int origin = forward_origins_[i];
+    const unsigned char* part = recv_part(s, origin);
+    for (std::size_t p = 0; p < peers; ++p) {
+      MPI_Request* r = &info.reqs[info.forward_first + i * peers + p];
+      if (Status st =
+              check(MPI_Isend(part, count, block512_, local_peers_[p], hosts_tag(s, origin), comm_, r), "MPI_Isend");
+          !st.ok())
+        return st;
+    }
+    info.forwarded[i] = 1;
+  }
+  return Status::Ok();
+}
+
 Status MpiCommunicator::advance(Step s, bool& done) {
   StepInfo& info = steps_[slot_of(s)];
   done = false;
   bool all_forwarded = true;
-  if (!info.forwarded.empty()) {
-    const int count = part_blocks(s);
-    const std::size_t peers = local_peers_.size();
-    for (std::size_t i = 0; i < info.forwarded.size(); ++i) {
-      if (info.forwarded[i]) continue;
-      bool arrived = false;
-      if (Status st = test(info.reqs[info.forward_recv[i]], arrived); !st.ok()) return st;
-      if (!arrived) {
-        all_forwarded = false;
-        continue;
-      }
-      const int origin = forward_origins_[i];
-      const unsigned char* part = recv_part(s, origin);
-      for (std::size_t p = 0; p < peers; ++p) {
-        MPI_Request* r = &info.reqs[info.forward_first + i * peers + p];
-        if (Status st =
-                check(MPI_Isend(part, count, block512_, local_peers_[p], hosts_tag(s, origin), comm_, r), "MPI_Isend");
-            !st.ok())
-          return st;
-      }
-      info.forwarded[i] = 1;
-    }
-  }
+  if (Status st = post_arrived_forwards(s, all_forwarded); !st.ok()) return st;
   bool transfers_done = false;
   if (Status st = test_all(info.reqs.data(), static_cast<int>(info.reqs.size()), transfers_done); !st.ok()) return st;
   done = transfers_done && all_forwarded;
   return Status::Ok();
 }
+
+#ifdef QCOLL_SMPI
+Status MpiCommunicator::wait_step_blocking(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  std::vector<MPI_Request> waiting;
+  std::vector<std::size_t> at;  // where waiting[j] is in info.reqs
+  for (;;) {
+    bool all_forwarded = true;
+    if (Status st = post_arrived_forwards(s, all_forwarded); !st.ok()) return st;
+    if (all_forwarded) {
+      return check(MPI_Waitall(static_cast<int>(info.reqs.size()), info.reqs.data(), MPI_STATUSES_IGNORE),
+                   "MPI_Waitall");
+    }
+    // Block until one of the parts still to forward arrives (then post its forwards).
+    waiting.clear();
+    at.clear();
+    for (std::size_t i = 0; i < info.forwarded.size(); ++i) {
+      if (info.forwarded[i] || info.reqs[info.forward_recv[i]] == MPI_REQUEST_NULL) continue;
+      waiting.push_back(info.reqs[info.forward_recv[i]]);
+      at.push_back(info.forward_recv[i]);
+    }
+    if (waiting.empty()) return Status::Error(StatusCode::InnerError, "MPI transport: a forward without its receive");
+    int index = MPI_UNDEFINED;
+    if (Status st = check(MPI_Waitany(static_cast<int>(waiting.size()), waiting.data(), &index, MPI_STATUS_IGNORE),
+                          "MPI_Waitany");
+        !st.ok())
+      return st;
+    if (index != MPI_UNDEFINED) info.reqs[at[static_cast<std::size_t>(index)]] = MPI_REQUEST_NULL;
+  }
+}
+#endif
 
 Status MpiCommunicator::publish(Step s) {
   if (broken_) return broken_status();
@@ -364,10 +400,17 @@ Status MpiCommunicator::wait_step(Step s, Clock::time_point deadline) {
   if (broken_) return broken_status();
   StepInfo& info = steps_[slot_of(s)];
   if (info.forwarded.empty()) return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);
+#ifdef QCOLL_SMPI
+  if (Status st = check_notices(); !st.ok()) return st;
+  Status st = wait_step_blocking(s);
+  if (st.ok() || broken_) return st;
+  return fail(Status::Error(st.code, std::string("MPI transport, ") + info.what + ": " + st.message));
+#else
   Status st = mpi::wait_for([this, s](bool& done) { return advance(s, done); }, deadline,
                             std::string("MPI transport, ") + info.what, [this] { return check_notices(); });
   if (st.ok() || broken_) return st;
   return fail(std::move(st), Clock::now() >= deadline ? Notice::Timeout : Notice::Error);
+#endif
 }
 
 PartView MpiCommunicator::view(Step s, int src) const {
@@ -381,6 +424,17 @@ PartView MpiCommunicator::view(Step s, int src) const {
 
 Status MpiCommunicator::progress() {
   if (broken_) return broken_status();
+#ifdef QCOLL_SMPI
+  // The simulator moves the transfers without being tested: only the hosts schedule's
+  // forwards need this rank, to post them as their parts arrive.
+  for (uint64_t g = next_step_ >= static_cast<uint64_t>(depth_) ? next_step_ - depth_ : 0; g < next_step_; ++g) {
+    StepInfo& info = steps_[slot_of(g)];
+    if (!info.published || info.forwarded.empty()) continue;
+    bool all_forwarded = true;
+    if (Status st = post_arrived_forwards(g, all_forwarded); !st.ok()) return fail(std::move(st));
+  }
+  return Status::Ok();
+#endif
   // One test of the oldest step in flight drives MPI's progress engine for all of them;
   // steps with forwards are each tested, so that a part that arrived is sent on at once.
   bool tested = false;

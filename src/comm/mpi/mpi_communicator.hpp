@@ -1,6 +1,7 @@
 // The MPI transport (ranks on several hosts, or any ranks when QCOLL_TRANSPORT=mpi): a
 // duplicate of the user's MPI communicator with MPI_ERRORS_RETURN, and nonblocking
-// transfers polled with MPI_Test against the caller's deadline.
+// transfers polled with MPI_Test against the caller's deadline (the SMPI build blocks in
+// MPI_Waitall / MPI_Waitany instead, without a deadline: docs/scale.md).
 //
 // The step primitives of communicator.hpp: region() is a part of the send slot of the step,
 // publish() starts the step's transfers into its receive slot, wait_step() polls them,
@@ -113,6 +114,14 @@ class MpiCommunicator final : public Communicator {
   // Tests the step's transfers once (posting the forwards whose part arrived); done when
   // every transfer of the step completed.
   Status advance(Step s, bool& done);
+  // Posts the forwards of step s whose part arrived (tests only those receives); sets
+  // all_forwarded when none is left to post.
+  Status post_arrived_forwards(Step s, bool& all_forwarded);
+#ifdef QCOLL_SMPI
+  // The SMPI build's wait_step(): blocks in the simulator (MPI_Waitany on the parts still to
+  // forward, then MPI_Waitall), without polling and without a deadline (docs/scale.md).
+  Status wait_step_blocking(Step s);
+#endif
   int hosts_tag(Step s, int origin) const { return kHostsTag + static_cast<int>(slot_of(s)) * nranks_ + origin; }
   // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
   // error) sends every peer the notice of that kind; one told by a notice sends none.

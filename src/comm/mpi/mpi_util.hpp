@@ -29,7 +29,7 @@ Status wait_all(MPI_Request* reqs, int count, Clock::time_point deadline, const 
 Status wait_for(const std::function<Status(bool& done)>& poll, Clock::time_point deadline, const std::string& what,
                 const std::function<Status()>& check = {});
 
-// Tests `req` once; sets done. Errors as check().
+// Tests `req` once; sets done (at once, without MPI, for MPI_REQUEST_NULL). Errors as check().
 Status test(MPI_Request& req, bool& done);
 // Tests `count` requests once (MPI_Testall); done when all completed.
 Status test_all(MPI_Request* reqs, int count, bool& done);
