@@ -55,48 +55,41 @@ struct Case {
   }
 };
 
-// Every mode x input dtype x output dtype x operator (reduce-scatter, then all-reduce), with
-// seeds from `seed` on and the input shape shape_of(case's seed).
-template <class ShapeOf>
-std::vector<Case> every_combination(uint32_t seed, const ShapeOf& shape_of) {
-  std::vector<Case> cases;
-  for (const Mode& m : kModes)
-    for (DType in : kInputs)
-      for (DType out : kOutputs)
-        for (bool ar : {false, true}) {
-          Case c;
-          c.mode = m;
-          c.in = in;
-          c.out = out;
-          c.all_reduce = ar;
-          c.shape = shape_of(seed);
-          c.seed = seed++;
-          cases.push_back(c);
-        }
-  return cases;
-}
-
-// Every mode of `modes` x input dtype x output dtype x operator for n ranks, each 2-D (3 rows
-// per rank) and 3-D (B = 3, S = n: several one-row chunks per rank), seeds 1, 2, ...
-template <class Modes>
-std::vector<Case> every_combination_2d_3d(const Modes& modes, int n) {
-  uint32_t seed = 1;
+// Every mode of `modes` x input dtype x output dtype x operator (reduce-scatter, then
+// all-reduce), each once per shape that shapes_of(seed) gives, one seed per case from `seed` on.
+template <class Modes, class ShapesOf>
+std::vector<Case> combinations(const Modes& modes, uint32_t seed, const ShapesOf& shapes_of) {
   std::vector<Case> cases;
   for (const Mode& m : modes)
     for (DType in : kInputs)
       for (DType out : kOutputs)
         for (bool ar : {false, true})
-          for (int nd : {2, 3}) {
+          for (const std::vector<int64_t>& shape : shapes_of(seed)) {
             Case c;
             c.mode = m;
             c.in = in;
             c.out = out;
             c.all_reduce = ar;
-            c.shape = nd == 2 ? std::vector<int64_t>{3 * n, 1024} : std::vector<int64_t>{3, n, 2048};
+            c.shape = shape;
             c.seed = seed++;
             cases.push_back(c);
           }
   return cases;
+}
+
+// The vendor's modes, each combination with the input shape shape_of(case's seed).
+template <class ShapeOf>
+std::vector<Case> every_combination(uint32_t seed, const ShapeOf& shape_of) {
+  return combinations(kModes, seed, [&](uint32_t s) { return std::vector<std::vector<int64_t>>{shape_of(s)}; });
+}
+
+// The modes `modes` for n ranks, each combination 2-D (3 rows per rank) and 3-D (B = 3,
+// S = n: several one-row chunks per rank), seeds 1, 2, ...
+template <class Modes>
+std::vector<Case> every_combination_2d_3d(const Modes& modes, int n) {
+  return combinations(modes, 1, [n](uint32_t) {
+    return std::vector<std::vector<int64_t>>{{3 * n, 1024}, {3, n, 2048}};
+  });
 }
 
 // One element's bits in the input dtype (fp32: 32 bits, fp16/bf16: 16) with a biased exponent
