@@ -20,9 +20,7 @@ shift 2
 case "$N" in '' | *[!0-9]*) echo "repeat-tests: N must be a whole number, got '$N'" >&2; exit 2 ;; esac
 [ -f "$BUILD_DIR/CTestTestfile.cmake" ] || { echo "repeat-tests: $BUILD_DIR is not a built tree" >&2; exit 2; }
 if grep -q '^QCOLL_SANITIZE:[A-Z]*=..*' "$BUILD_DIR/CMakeCache.txt"; then
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1"
-  export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
-  export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0"
+  . scripts/sanitizers/asan-options.sh
 fi
 OUT="$BUILD_DIR/repeat-reports"
 mkdir -p "$OUT"

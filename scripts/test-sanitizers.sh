@@ -31,11 +31,8 @@ STAGE_PREFIX=sanitizers
 . scripts/stages.sh  # step NAME COMMAND...: a timed stage
 
 # --- ASan + UBSan ------------------------------------------------------------------------
-# The options the checks rely on come last, so that they hold whatever the caller's own
-# *SAN_OPTIONS say (the caller's other options are kept: later entries win).
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0"
+# The options the checks rely on come last, whatever the caller's own *SAN_OPTIONS say.
+. scripts/sanitizers/asan-options.sh
 lean "$ASAN_HWY"
 step "asan configure" cmake -S . -B build-asan "${LEAN[@]}" -DQCOLL_SANITIZE=address,undefined \
   -DQCOLL_BUILD_FUZZ=ON >/dev/null
