@@ -23,9 +23,11 @@ fi
 # venv's python works too.
 PYTHON=${PYTHON:-python3}
 REQ=requirements
-sets=(python)
-[ "${QCOLL_SKIP_TORCH:-0}" = "1" ] || sets+=(torch)
-for set in "${sets[@]}"; do
+# QCOLL_SKIP_PYTHON=1: Debian's packages only (scripts/build-smpi.sh, which needs no Python).
+sets=()
+[ "${QCOLL_SKIP_PYTHON:-0}" = "1" ] || sets+=(python)
+[ "${QCOLL_SKIP_PYTHON:-0}" = "1" ] || [ "${QCOLL_SKIP_TORCH:-0}" = "1" ] || sets+=(torch)
+for set in "${sets[@]+"${sets[@]}"}"; do
   # The locked packages not installed at their pinned version (none: nothing to do).
   if ! stale=$("$PYTHON" scripts/pins.py check "$REQ/$set.lock"); then
     echo "install-deps: $PYTHON cannot check the pins (is pip there?)" >&2
