@@ -5,7 +5,7 @@
 # which runs under smpirun (bench/simulate_cluster.sh). Kept apart from the normal build and
 # from scripts/install-deps.sh's list (nothing else needs SimGrid); the Debian packages the
 # build needs besides (compiler, CMake, Highway, ...) come from scripts/install-deps.sh with
-# QCOLL_SKIP_PYTHON=1, so that a fresh machine builds it with this one command.
+# QCOLL_APT_ONLY=1, so that a fresh machine builds it with this one command.
 #
 #   scripts/build-smpi.sh                 # BUILD=build-smpi JOBS=2
 set -euo pipefail
@@ -18,7 +18,7 @@ if ! command -v smpicxx > /dev/null || ! command -v smpirun > /dev/null; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends libsimgrid-dev > /dev/null
 fi
-QCOLL_SKIP_PYTHON=1 scripts/install-deps.sh
+QCOLL_APT_ONLY=1 scripts/install-deps.sh
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -23,10 +23,10 @@ fi
 # venv's python works too.
 PYTHON=${PYTHON:-python3}
 REQ=requirements
-# QCOLL_SKIP_PYTHON=1: Debian's packages only (scripts/build-smpi.sh, which needs no Python).
+# QCOLL_APT_ONLY=1: Debian's packages only (scripts/build-smpi.sh, which needs no Python).
 sets=()
-[ "${QCOLL_SKIP_PYTHON:-0}" = "1" ] || sets+=(python)
-[ "${QCOLL_SKIP_PYTHON:-0}" = "1" ] || [ "${QCOLL_SKIP_TORCH:-0}" = "1" ] || sets+=(torch)
+[ "${QCOLL_APT_ONLY:-0}" = "1" ] || sets+=(python)
+[ "${QCOLL_APT_ONLY:-0}" = "1" ] || [ "${QCOLL_SKIP_TORCH:-0}" = "1" ] || sets+=(torch)
 for set in "${sets[@]+"${sets[@]}"}"; do
   # The locked packages not installed at their pinned version (none: nothing to do).
   if ! stale=$("$PYTHON" scripts/pins.py check "$REQ/$set.lock"); then
