@@ -127,6 +127,57 @@ void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t se
 
 // One communicator at a time (at most 8 ranks x 4 MB of /dev/shm for this program, which
 // also fits a container's default 64 MB /dev/shm next to Open MPI's own segments).
+// One all-gather step of 512 bytes of `fill` on the communicator: begun; published and waited
+// for only when `finish` (otherwise the caller finishes it). Returns the step's number.
+uint64_t gather_step(qcoll::comm::Communicator& c, uint8_t fill, bool finish, Tally& t) {
+  qcoll::comm::StepShape shape;
+  shape.kind = qcoll::comm::StepShape::Kind::Same;
+  shape.seg_bytes[0] = 512;
+  qcoll::comm::Communicator::Step s = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  qcoll::Status st = c.begin_step(shape, "a test step", deadline, &s);
+  if (st.ok()) {
+    std::fill_n(c.region(s, 0).seg[0], 512, fill);
+    st = c.publish(s);
+  }
+  if (st.ok() && finish) {
+    st = c.wait_step(s, deadline);
+    if (st.ok()) st = c.release(s);
+  }
+  t.check(st.ok(), "step %llu: %s", static_cast<unsigned long long>(s), st.message.c_str());
+  return s;
+}
+
+// MpiCommunicator::begin_step: once every step begun was waited for, the next begins at slot
+// 0 (a step number that is a multiple of the steps in flight), so that calls of one step
+// reuse one warm slot; a step begun while another is in flight takes the next number. What
+// arrives is what was sent.
+void check_steps_start_at_slot0(const std::string& name, Tally& t) {
+  const auto comm = qcoll::comm::resolve(name);
+  if (!t.check(comm != nullptr, "resolve %s", name.c_str())) return;
+  const uint64_t depth = static_cast<uint64_t>(comm->traits().max_steps_in_flight);
+  const uint64_t a = gather_step(*comm, 1, true, t);
+  const uint64_t b = gather_step(*comm, 2, true, t);
+  const uint64_t c = gather_step(*comm, 3, false, t);  // in flight while d begins
+  const uint64_t d = gather_step(*comm, 4, false, t);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::size_t wrong = 0;
+  for (uint64_t s : {c, d}) {
+    t.check(comm->wait_step(s, deadline).ok(), "wait for step %llu", static_cast<unsigned long long>(s));
+    for (int k = 0; k < g_size; ++k)
+      wrong += static_cast<std::size_t>(std::count_if(comm->view(s, k).seg[0], comm->view(s, k).seg[0] + 512,
+                                                      [&](uint8_t v) { return v != (s == c ? 3 : 4); }));
+    t.check(comm->release(s).ok(), "release step %llu", static_cast<unsigned long long>(s));
+  }
+  const uint64_t e = gather_step(*comm, 5, true, t);
+  t.check(b % depth == 0 && b > a && c % depth == 0 && c > b && d == c + 1 && e % depth == 0 && e > d && wrong == 0,
+          "steps of %llu in flight: %llu, %llu, %llu, %llu, %llu (expected the 2nd, 3rd and 5th at a "
+          "multiple of %llu, the 4th right after the 3rd), %zu wrong bytes received",
+          static_cast<unsigned long long>(depth), static_cast<unsigned long long>(a),
+          static_cast<unsigned long long>(b), static_cast<unsigned long long>(c), static_cast<unsigned long long>(d),
+          static_cast<unsigned long long>(e), static_cast<unsigned long long>(depth), wrong);
+}
+
 void run_transport(const char* transport, Tally& t) {
   const std::string base = std::string("qc-") + transport;
   const std::size_t n = static_cast<std::size_t>(g_size);
@@ -195,6 +246,7 @@ void run_transport(const char* transport, Tally& t) {
               "%s: exchange from a producer: status %s, %zu wrong bytes, %zu of %zu rows, %zu chunks", transport,
               st.message.c_str(), bad, next, rpr, chunks);
     }
+    if (std::string(transport) == "mpi") check_steps_start_at_slot0(small, t);
     // 100 back-to-back calls, inputs and operator changing every call, through the small window.
     const std::vector<Mode> modes = all_modes();
     for (int call = 0; call < 100; ++call) {

@@ -224,6 +224,14 @@ bool MpiCommunicator::StepInfo::pending() const {
 Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clock::time_point, Step* step) {
   if (broken_) return broken_status();
   if (Status s = ensure_buffers(); !s.ok()) return s;
+  // Every step begun was waited for (the start of an exchange, or the next piece of one with
+  // depth 2): begin at slot 0, so that calls of few steps reuse the same, warm slots instead
+  // of taking all depth_ in turn. Deterministic: every rank begins and waits for the same
+  // steps in the same order, so every rank skips the same step numbers (and so tags).
+  if (next_step_ == waited_ && next_step_ % static_cast<uint64_t>(depth_) != 0) {
+    next_step_ += static_cast<uint64_t>(depth_) - next_step_ % static_cast<uint64_t>(depth_);
+    waited_ = next_step_;
+  }
   const uint64_t g = next_step_;
   // The slot's previous step was waited for before this one began (at most depth_ in flight).
   StepInfo& info = steps_[slot_of(g)];
@@ -397,6 +405,12 @@ Status MpiCommunicator::publish(Step s) {
 }
 
 Status MpiCommunicator::wait_step(Step s, Clock::time_point deadline) {
+  Status st = wait_step_transfers(s, deadline);
+  if (st.ok()) waited_ = std::max(waited_, s + 1);
+  return st;
+}
+
+Status MpiCommunicator::wait_step_transfers(Step s, Clock::time_point deadline) {
   if (broken_) return broken_status();
   StepInfo& info = steps_[slot_of(s)];
   if (info.forwarded.empty()) return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);

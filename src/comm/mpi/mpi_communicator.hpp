@@ -10,7 +10,9 @@
 // and depth_ receive slots of HCCL_BUFFSIZE/depth_ each (2 x HCCL_BUFFSIZE in all), so up
 // to depth_ steps are in flight: kDepth (4), fewer with many peers (steps_in_flight()), so
 // that a rank has at most about kMaxTransfersInFlight point-to-point transfers posted
-// (each step posts 2 (n - 1)) and each message to a peer is larger. Three schedules (QCOLL_MPI_SCHEDULE, read at
+// (each step posts 2 (n - 1)) and each message to a peer is larger. A step begun when every
+// earlier one was waited for (an exchange's first) takes slot 0, so that calls of one or few
+// steps reuse the same slots, their pages committed and warm. Three schedules (QCOLL_MPI_SCHEDULE, read at
 // creation):
 //   p2p            MPI_Irecv from and MPI_Isend to every peer, peer me+j sent to j-th and
 //                  me-j received from j-th (j = 1..n-1), so that at any moment the ranks
@@ -129,6 +131,7 @@ class MpiCommunicator final : public Communicator {
   Status fail(Status s, Notice notice = Notice::Error);
   Status broken_status() const;
   Status wait(MPI_Request* reqs, int count, Clock::time_point deadline, const char* what);
+  Status wait_step_transfers(Step s, Clock::time_point deadline);  // wait_step() but the count
   Status check_notices();  // RUNTIME_ERROR (and broken) once a peer's notice arrived
 
   std::string name_;
@@ -158,6 +161,9 @@ class MpiCommunicator final : public Communicator {
   // peer's message would still be written there.
   unsigned char* records_ = nullptr;
   uint64_t next_step_ = 0;
+  // Steps 0 .. waited_ - 1 were waited for (or skipped: begin_step starts at slot 0 when
+  // every step begun was waited for).
+  uint64_t waited_ = 0;
   StepInfo steps_[kDepth];  // by slot (the first depth_)
 };
 
