@@ -11,6 +11,8 @@
 //                                        AVX3, AVX2 where the CPU runs T
 //   memcpy/<mode>/<out>/n:<n>            memcpy of half that many bytes (the other half is
 //                                        the write), i.e. the same bytes touched
+//   many/<mode>/float/n:<n>/<path>       n = 8 to 256 sources of 5 MB in all, from memory
+//                                        (run_many: the consumer of a call with many ranks)
 //   paired/<mode>/<out>/n:<n>/<T>        each iteration a memcpy then the kernel on target T
 //                                        ("simd" = dequant_reduce), back to back; counter
 //                                        kernel_vs_memcpy = memcpy time / kernel time (the
@@ -165,6 +167,45 @@ void run_paired(benchmark::State& st, Case c, std::string path) {
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
+// many/<mode>/float/n:<n>/<path>: the consumer of one extended-contract reduce-scatter call
+// with many ranks: n sources of 5120 x 1024 / n elements each (5 MB of 8-bit codes in all,
+// as one rank of n sums 1024 x 5120 per rank), read from memory, not from cache: each
+// iteration takes the next part of a 256 MB pool (the received parts of a real call were
+// just written by the network). Where the SIMD loops prefetch (n >= 9: decode-inl.h,
+// kPrefetchSources), compare n:8 with n:16 and n:64 (the same bytes).
+constexpr std::size_t kManyElements = 5120 * 1024;
+constexpr std::size_t kPoolBytes = std::size_t{256} << 20;
+
+void run_many(benchmark::State& st, Mode m, int n, std::string path) {
+  static std::vector<uint8_t> pool = [] {
+    std::vector<uint8_t> p(kPoolBytes);
+    std::mt19937 rng(7);
+    for (auto& b : p) b = static_cast<uint8_t>(rng() & 0x3F);  // x codes and scales alike: finite
+    return p;
+  }();
+  const std::size_t count = kManyElements / static_cast<std::size_t>(n);
+  const bool fp4 = qcoll::is_4bit_format(m.x);
+  const std::size_t x_bytes = fp4 ? count / 2 : count;
+  const std::size_t s_bytes = m.scales == DType::Float ? count / 128 * 4 : count / 32;
+  const std::size_t part = (x_bytes + s_bytes + 511) / 512 * 512, call = part * static_cast<std::size_t>(n);
+  std::vector<float> out(count);
+  std::vector<const uint8_t*> x(n), s(n);
+  std::size_t at = 0;
+  for (auto _ : st) {
+    if (at + call > pool.size()) at = 0;
+    for (int k = 0; k < n; ++k) {
+      x[k] = pool.data() + at + static_cast<std::size_t>(k) * part;
+      s[k] = x[k] + x_bytes;
+    }
+    at += call;
+    const ReduceArgs a{m.x, m.scales, DType::Float, n, x.data(), s.data(), count, out.data()};
+    call_kernel(a, path);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * (call + count * 4)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,6 +252,21 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }
+      }
+    }
+  }
+  for (const Mode& m : {modes[0], modes[8]}) {  // kg_int8, mx_e2m1
+    for (int n : {8, 16, 64, 256}) {
+      std::vector<std::string> paths = {"simd"};
+      for (const std::string& t : targets) paths.push_back(t);
+      for (const std::string& path : paths) {
+        const bool target = path != "simd";
+        const std::string name =
+            std::string("many/") + m.name + "/float/n:" + std::to_string(n) + "/" + (target ? "target:" : "") + path;
+        benchmark::RegisterBenchmark(name.c_str(), run_many, m, n, path)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->ComputeStatistics("min", min_of);
       }
     }
   }

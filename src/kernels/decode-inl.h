@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "formats/traits.hpp"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/decode_tables.hpp"
 #include "kernels/output_cast.hpp"
@@ -90,6 +91,24 @@ constexpr bool kFp4 = X == DType::Float4E2M1 || X == DType::Float4E1M2;
 template <DType X>
 HWY_INLINE const uint8_t* XAt(const uint8_t* p, std::size_t i) {
   return p + (kFp4<X> ? i / 2 : i);
+}
+
+// More sources than the hardware prefetchers follow streams: the loops that walk all n
+// sources at once prefetch each source's codes kPrefetchAhead elements ahead, once per 64
+// elements (a cache line of 8-bit codes), when n >= kPrefetchSources. Measured with
+// bench_kernels' many/ rows (5 MB of codes per call, from memory) on AMD EPYC, AVX2: kg_int8
+// n = 16 0.92-1.26 -> 0.60-0.63 ms, n = 64 1.23-1.42 -> 0.69-0.90 ms, n = 256 1.76-2.04 ->
+// 1.42-1.52 ms, mx_e2m1 n = 64 and 256 1.4x faster; n = 8 does not prefetch (no gain
+// there). The AVX-512 loop does the same, not measured (that CPU had no AVX-512). Only a
+// hint: no arithmetic changes, and the address is never dereferenced (it may lie past the
+// source's end: computed as an integer).
+constexpr std::size_t kPrefetchSources = 9;
+constexpr std::size_t kPrefetchAhead = 512;
+template <DType X>
+HWY_INLINE void PrefetchCodes(const uint8_t* p, std::size_t i) {
+  const std::uintptr_t at =
+      reinterpret_cast<std::uintptr_t>(p) + (kFp4<X> ? (i + kPrefetchAhead) / 2 : i + kPrefetchAhead);
+  hwy::Prefetch(reinterpret_cast<const uint8_t*>(at));
 }
 
 // 4-bit: N codes from the N / 2 bytes at p. Each byte b becomes the u16 (b & 0x0F) |

@@ -226,6 +226,8 @@ HWY_NOINLINE void ReduceTyped(const ReduceArgs& a, const Tables& t, float* HWY_R
     const bool folded_ok = LoadGroupScales<X>(a, t, scale, n, group);
     const std::size_t end = (group + 1) * g;
     for (std::size_t i = group * g; i < end; i += kV * N) {
+      if (n >= kPrefetchSources && i % 64 == 0)
+        for (std::size_t k = 0; k < n; ++k) PrefetchCodes<X>(x[k], i);
       if constexpr (kV == 1) {
         ReduceVector<X, OUT>(df, x, t, scale, n, out, i);
       } else {

@@ -88,9 +88,12 @@ HWY_NOINLINE void Reduce256(const ReduceArgs& a, const Tables& t) {
   const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
   const uint8_t* const* HWY_RESTRICT x = a.x;
   const uint8_t* const* HWY_RESTRICT sc = a.scales;
+  const bool prefetch = n >= kPrefetchSources;
   for (std::size_t i = 0; i < a.count; i += 32) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const bool fetch = prefetch && i % 64 == 0;
     for (std::size_t k = 0; k < n; ++k) {
+      if (fetch) PrefetchCodes<X>(x[k], i);
       float s;
       if constexpr (kMX) {
         s = t.e8m0[sc[k][i / 32]];

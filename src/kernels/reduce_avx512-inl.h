@@ -147,9 +147,11 @@ HWY_NOINLINE void Reduce512(const ReduceArgs& a, const Tables& t, std::size_t en
   const std::size_t n = kN > 0 ? static_cast<std::size_t>(kN) : static_cast<std::size_t>(a.nsrc);
   const uint8_t* const* HWY_RESTRICT x = a.x;
   const uint8_t* const* HWY_RESTRICT sc = a.scales;
+  const bool prefetch = n >= kPrefetchSources;
   for (std::size_t i = 0; i < end; i += 64) {
     __m512 acc[4];  // from source 0 on (see Store512 for the 0 + d_0)
     for (std::size_t k = 0; k < n; ++k) {
+      if (prefetch) PrefetchCodes<X>(x[k], i);
       float s0, s1;
       if constexpr (kMX) {
         s0 = t.e8m0[sc[k][i / 32]];
