@@ -154,6 +154,9 @@ Status ExchangeRun::fill(Communicator::Step s, int d, std::size_t row0, std::siz
     std::memcpy(part.seg[1], spec_.scales + src_row * srb, rows * srb);
   }
   if (!async_) return Status::Ok();
+  if (!spec_.same_rows) {
+    if (Status st = c_.part_filled(s, d); !st.ok()) return st;
+  }
   filled_since_progress_ += rows * (xrb + srb);
   if (filled_since_progress_ < kPieceBytes) return Status::Ok();
   filled_since_progress_ = 0;
@@ -164,7 +167,11 @@ Status ExchangeRun::start(std::size_t i) {
   const std::size_t row0 = i * max_rows_, rows = rows_of(i);
   Communicator::Step s = 0;
   if (Status st = c_.begin_step(rows_shape(spec_, rows), "exchanging data", deadline_, &s); !st.ok()) return st;
-  for (int d = 0; d < (spec_.same_rows ? 1 : n_); ++d) {          // same_rows: one part, for every rank
+  // Destinations me+1, me+2, ..., me last (the order in which the MPI transport sends, so that
+  // a part it starts at once goes to a different peer from each rank); same_rows: one part,
+  // for every rank.
+  for (int j = 1; j <= (spec_.same_rows ? 1 : n_); ++j) {
+    const int d = spec_.same_rows ? 0 : (me_ + j) % n_;
     if (d == me_ && own_in_place_ && !spec_.same_rows) continue;  // read from the input when consumed
     if (Status st = fill(s, d, row0, rows); !st.ok()) return st;
   }

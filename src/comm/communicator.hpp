@@ -12,6 +12,7 @@
 //
 //   Step s;  begin_step(shape, what, deadline, &s);  // waits until this rank's slot may be reused
 //   region(s, d) for each destination d: fill it     // or expose(s, d, view) where can_expose()
+//     (part_filled(s, d) after each, optionally)     // the transport may send that part now
 //   publish(s);
 //   wait_step(s, deadline);                          // every rank has published step s
 //   view(s, k) for each source k                     // what k sent to this rank; valid until release
@@ -178,6 +179,14 @@ class Communicator {
     (void)s;
     (void)dest;
     (void)part;
+  }
+  // Destination `dest`'s part of step s is filled (before publish(s)): an asynchronous
+  // transport may start moving it now, so that the wire does not wait for every part to be
+  // filled. publish(s) still follows and starts whatever was not started.
+  virtual Status part_filled(Step s, int dest) {
+    (void)s;
+    (void)dest;
+    return Status::Ok();
   }
   virtual Status publish(Step s) = 0;
   virtual Status wait_step(Step s, Clock::time_point deadline) = 0;

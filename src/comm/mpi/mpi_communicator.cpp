@@ -244,6 +244,8 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   info.forward_recv.clear();
   info.forwarded.clear();
   info.published = false;
+  info.receives_posted = false;
+  info.sent.assign(static_cast<std::size_t>(nranks_), 0);
   if (routed(info)) {
     info.forward_first = static_cast<std::size_t>(nranks_ - 1) + own_dests_.size();
     info.reqs.assign(info.forward_first + forward_origins_.size() * local_peers_.size(), MPI_REQUEST_NULL);
@@ -263,25 +265,54 @@ PartRegion MpiCommunicator::region(Step s, int dest) {
 }
 
 // Every receive first (so that no message waits for its buffer), then the sends, peer
-// me+1 first: at any moment the ranks send to different peers.
+// me+1 first: at any moment the ranks send to different peers. A send that part_filled()
+// started is not started again.
 Status MpiCommunicator::start_p2p(Step s) {
+  if (Status st = post_p2p_receives(s); !st.ok()) return st;
+  for (int j = 1; j < nranks_; ++j) {
+    if (Status st = post_p2p_send(s, (rank_ + j) % nranks_); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status MpiCommunicator::post_p2p_receives(Step s) {
   StepInfo& info = steps_[slot_of(s)];
-  const StepShape& shape = info.shape;
+  if (info.receives_posted) return Status::Ok();
+  info.receives_posted = true;
   const int count = part_blocks(s);
   const int tag = kDataTag + static_cast<int>(slot_of(s));
-  MPI_Request* req = info.reqs.data();
   for (int j = 1; j < nranks_; ++j) {
     const int src = (rank_ - j + nranks_) % nranks_;
-    if (Status st = check(MPI_Irecv(recv_part(s, src), count, block512_, src, tag, comm_, req++), "MPI_Irecv");
+    if (Status st =
+            check(MPI_Irecv(recv_part(s, src), count, block512_, src, tag, comm_, &info.reqs[j - 1]), "MPI_Irecv");
         !st.ok())
       return st;
   }
-  for (int j = 1; j < nranks_; ++j) {
-    const int dst = (rank_ + j) % nranks_;
-    const unsigned char* from = shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), dst).seg[0];
-    if (Status st = check(MPI_Isend(from, count, block512_, dst, tag, comm_, req++), "MPI_Isend"); !st.ok()) return st;
-  }
   return Status::Ok();
+}
+
+// The send to dst (requests: the n - 1 receives, then the sends in the order me+1, me+2, ...).
+Status MpiCommunicator::post_p2p_send(Step s, int dst) {
+  StepInfo& info = steps_[slot_of(s)];
+  const std::size_t j = static_cast<std::size_t>((dst - rank_ + nranks_) % nranks_);
+  if (info.sent[j]) return Status::Ok();
+  info.sent[j] = 1;
+  const unsigned char* from = info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), dst).seg[0];
+  return check(MPI_Isend(from, part_blocks(s), block512_, dst, kDataTag + static_cast<int>(slot_of(s)), comm_,
+                         &info.reqs[static_cast<std::size_t>(nranks_ - 1) + j - 1]),
+               "MPI_Isend");
+}
+
+// p2p, a PerDestination step: the receives, then this part's send (the rest at publish()).
+Status MpiCommunicator::part_filled(Step s, int dest) {
+  if (broken_) return broken_status();
+  const StepInfo& info = steps_[slot_of(s)];
+  if (dest == rank_ || routed(info) || schedule_ == settings::MpiSchedule::Alltoall ||
+      info.shape.kind != StepShape::Kind::PerDestination)
+    return Status::Ok();
+  Status st = post_p2p_receives(s);
+  if (st.ok()) st = post_p2p_send(s, dest);
+  return st.ok() ? st : fail(std::move(st));
 }
 
 // hosts schedule, a Same step: every receive first (from the rank that delivers each
@@ -455,8 +486,9 @@ Status MpiCommunicator::progress() {
   const uint64_t depth = static_cast<uint64_t>(depth_);
   for (uint64_t g = next_step_ >= depth ? next_step_ - depth : 0; g < next_step_; ++g) {
     StepInfo& info = steps_[slot_of(g)];
-    // (A step begun but not yet published has nothing to test: its parts are being filled.)
-    if (!info.published || !info.pending() || (tested && info.forwarded.empty())) continue;
+    // (A step begun but not yet published has nothing to test unless part_filled() started
+    // some of its transfers: its parts are being filled.)
+    if (!(info.published || info.receives_posted) || !info.pending() || (tested && info.forwarded.empty())) continue;
     bool done = false;
     if (Status st = advance(g, done); !st.ok()) return fail(std::move(st));
     tested = true;

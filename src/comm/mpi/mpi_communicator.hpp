@@ -75,6 +75,7 @@ class MpiCommunicator final : public Communicator {
   std::size_t max_part_bytes(StepShape::Kind kind) const override;
   Status begin_step(const StepShape& shape, const char* what, Clock::time_point deadline, Step* step) override;
   PartRegion region(Step s, int dest) override;
+  Status part_filled(Step s, int dest) override;
   Status publish(Step s) override;
   Status wait_step(Step s, Clock::time_point deadline) override;
   PartView view(Step s, int src) const override;
@@ -97,6 +98,9 @@ class MpiCommunicator final : public Communicator {
     std::size_t forward_first = 0;
     std::vector<char> forwarded;
     bool published = false;  // its transfers were started (publish)
+    // p2p: the receives were posted; sent[j]: the send to peer me+j was (part_filled, publish).
+    bool receives_posted = false;
+    std::vector<char> sent;
     bool pending() const;
   };
   Status ensure_buffers();
@@ -110,6 +114,8 @@ class MpiCommunicator final : public Communicator {
   // One part of step s in 512-byte blocks (parts are whole blocks): the count of its messages.
   int part_blocks(Step s) const { return static_cast<int>(steps_[slot_of(s)].shape.part_bytes() / kSegmentAlign); }
   Status start_p2p(Step s);
+  Status post_p2p_receives(Step s);
+  Status post_p2p_send(Step s, int dst);
   Status start_hosts(Step s);
   void plan_hosts_routes(const std::vector<int>& host_of);
   bool routed(const StepInfo& info) const { return hosts_routing_ && info.shape.kind == StepShape::Kind::Same; }
