@@ -125,8 +125,6 @@ void check_call(Op op, const Mode& m, std::size_t BS, std::size_t H, uint64_t se
   }
 }
 
-// One communicator at a time (at most 8 ranks x 4 MB of /dev/shm for this program, which
-// also fits a container's default 64 MB /dev/shm next to Open MPI's own segments).
 // One all-gather step of 512 bytes of `fill` on the communicator: begun; published and waited
 // for only when `finish` (otherwise the caller finishes it). Returns the step's number.
 uint64_t gather_step(qcoll::comm::Communicator& c, uint8_t fill, bool finish, Tally& t) {
@@ -178,6 +176,8 @@ void check_steps_start_at_slot0(const std::string& name, Tally& t) {
           static_cast<unsigned long long>(e), static_cast<unsigned long long>(depth), wrong);
 }
 
+// One communicator at a time (at most 8 ranks x 4 MB of /dev/shm for this program, which
+// also fits a container's default 64 MB /dev/shm next to Open MPI's own segments).
 void run_transport(const char* transport, Tally& t) {
   const std::string base = std::string("qc-") + transport;
   const std::size_t n = static_cast<std::size_t>(g_size);

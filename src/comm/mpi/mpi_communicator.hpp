@@ -137,7 +137,7 @@ class MpiCommunicator final : public Communicator {
   Status fail(Status s, Notice notice = Notice::Error);
   Status broken_status() const;
   Status wait(MPI_Request* reqs, int count, Clock::time_point deadline, const char* what);
-  Status wait_step_transfers(Step s, Clock::time_point deadline);  // wait_step() but the count
+  Status wait_step_transfers(Step s, Clock::time_point deadline);  // wait_step(), waited_ left as it is
   Status check_notices();  // RUNTIME_ERROR (and broken) once a peer's notice arrived
 
   std::string name_;
