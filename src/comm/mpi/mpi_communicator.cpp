@@ -17,9 +17,6 @@ namespace {
 // duplicated communicator: it never matches the collectives). Static: the sends are never
 // waited on, so their buffers must outlive any communicator.
 constexpr int kNoticeTag = 29000;
-// The data steps of the p2p schedule; MPI's non-overtaking order pairs a peer's steps with
-// this rank's receives in order, the tag per slot only keeps the steps in flight apart.
-constexpr int kDataTag = 28000;
 const int32_t kNoticeTimeout = 1, kNoticeError = 2;
 }  // namespace
 
@@ -245,15 +242,17 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   info.forwarded.clear();
   info.published = false;
   info.receives_posted = false;
-  info.sent.assign(static_cast<std::size_t>(nranks_), 0);
+  info.sent.clear();
   if (routed(info)) {
     info.forward_first = static_cast<std::size_t>(nranks_ - 1) + own_dests_.size();
     info.reqs.assign(info.forward_first + forward_origins_.size() * local_peers_.size(), MPI_REQUEST_NULL);
     info.forward_recv.assign(forward_origins_.size(), 0);
     info.forwarded.assign(forward_origins_.size(), 0);
+  } else if (schedule_ == settings::MpiSchedule::Alltoall) {
+    info.reqs.assign(1, MPI_REQUEST_NULL);
   } else {
-    info.reqs.assign(schedule_ == settings::MpiSchedule::Alltoall ? 1 : 2 * static_cast<std::size_t>(nranks_ - 1),
-                     MPI_REQUEST_NULL);
+    info.reqs.assign(2 * static_cast<std::size_t>(nranks_ - 1), MPI_REQUEST_NULL);
+    info.sent.assign(static_cast<std::size_t>(nranks_), 0);
   }
   next_step_ = g + 1;
   *step = g;
@@ -280,7 +279,7 @@ Status MpiCommunicator::post_p2p_receives(Step s) {
   if (info.receives_posted) return Status::Ok();
   info.receives_posted = true;
   const int count = part_blocks(s);
-  const int tag = kDataTag + static_cast<int>(slot_of(s));
+  const int tag = data_tag(s);
   for (int j = 1; j < nranks_; ++j) {
     const int src = (rank_ - j + nranks_) % nranks_;
     if (Status st =
@@ -298,7 +297,7 @@ Status MpiCommunicator::post_p2p_send(Step s, int dst) {
   if (info.sent[j]) return Status::Ok();
   info.sent[j] = 1;
   const unsigned char* from = info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), dst).seg[0];
-  return check(MPI_Isend(from, part_blocks(s), block512_, dst, kDataTag + static_cast<int>(slot_of(s)), comm_,
+  return check(MPI_Isend(from, part_blocks(s), block512_, dst, data_tag(s), comm_,
                          &info.reqs[static_cast<std::size_t>(nranks_ - 1) + j - 1]),
                "MPI_Isend");
 }
@@ -307,7 +306,8 @@ Status MpiCommunicator::post_p2p_send(Step s, int dst) {
 Status MpiCommunicator::part_filled(Step s, int dest) {
   if (broken_) return broken_status();
   const StepInfo& info = steps_[slot_of(s)];
-  if (dest == rank_ || routed(info) || schedule_ == settings::MpiSchedule::Alltoall ||
+  // (A routed step is a Same one: never here.)
+  if (dest == rank_ || schedule_ == settings::MpiSchedule::Alltoall ||
       info.shape.kind != StepShape::Kind::PerDestination)
     return Status::Ok();
   Status st = post_p2p_receives(s);

@@ -87,6 +87,10 @@ class MpiCommunicator final : public Communicator {
 
  private:
   static constexpr int kHostsTag = 30000;  // + slot * size() + origin rank (hosts schedule)
+  // The data steps of the p2p schedule, + slot: MPI's non-overtaking order pairs a peer's
+  // steps with this rank's receives in order, the tag per slot only keeps the steps in flight
+  // apart.
+  static constexpr int kDataTag = 28000;
   struct StepInfo {
     StepShape shape;
     const char* what = "";
@@ -98,7 +102,8 @@ class MpiCommunicator final : public Communicator {
     std::size_t forward_first = 0;
     std::vector<char> forwarded;
     bool published = false;  // its transfers were started (publish)
-    // p2p: the receives were posted; sent[j]: the send to peer me+j was (part_filled, publish).
+    // p2p: the receives were posted; sent[j]: the send to peer me+j was (part_filled, publish;
+    // empty for routed and all-to-all steps).
     bool receives_posted = false;
     std::vector<char> sent;
     bool pending() const;
@@ -131,6 +136,7 @@ class MpiCommunicator final : public Communicator {
   Status wait_step_blocking(Step s);
 #endif
   int hosts_tag(Step s, int origin) const { return kHostsTag + static_cast<int>(slot_of(s)) * nranks_ + origin; }
+  int data_tag(Step s) const { return kDataTag + static_cast<int>(slot_of(s)); }
   // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
   // error) sends every peer the notice of that kind; one told by a notice sends none.
   enum class Notice { None, Timeout, Error };
