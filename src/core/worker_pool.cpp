@@ -25,6 +25,11 @@ WorkerPool::~WorkerPool() {
   for (std::thread& t : threads_) t.join();
 }
 
+int WorkerPool::host_cores() {
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores;
+}
+
 int WorkerPool::workers() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int>(threads_.size());

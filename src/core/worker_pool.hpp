@@ -27,6 +27,11 @@ class WorkerPool {
   // The process-wide pool.
   static WorkerPool& shared();
 
+  // The host's cores (std::thread::hardware_concurrency(), at least 1), read once per
+  // process: glibc reads it from /sys on every call, an open file and three system calls
+  // per operator call otherwise (and a descriptor a soak's count could catch in flight).
+  static int host_cores();
+
   // Calls part(i) once for each i in [0, parts): part 0 on the calling thread, the others
   // on workers (or on the caller, whichever comes first). Returns when all have returned;
   // if any threw, rethrows the first exception after all parts ended.

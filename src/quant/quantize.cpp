@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cfenv>
 #include <iterator>
-#include <thread>
 
 #include "core/float_env.hpp"
 #include "core/worker_pool.hpp"
@@ -61,8 +60,7 @@ void quantize_scalar(const QuantJob& job) {
 int quantize_parts(const QuantJob& job, int threads) {
   if (threads == 0) {
     const std::size_t elements = job.rows * job.H;
-    threads =
-        elements < kQuantAutoThreadElements ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = elements < kQuantAutoThreadElements ? 1 : core::WorkerPool::host_cores();
   }
   threads = std::clamp(threads, 1, kMaxQuantThreads);
   return static_cast<int>(std::min<std::size_t>(job.rows, static_cast<std::size_t>(threads)));
