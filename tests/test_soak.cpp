@@ -211,9 +211,7 @@ TEST(Soak, ManyCallsOverSeveralGroupsFromSeveralThreads) {
   EXPECT_EQ(failures.load(), 0) << first_error;
   const soak::Stats at_end = soak::sample();
   EXPECT_EQ(calls_done.load(), 2 * std::min(iterations, stop_ab.load()) + std::min(iterations, stop_c.load()));
-  // A leak is growth: the sample after the warm-up is taken while the other threads still
-  // run calls, so a descriptor one of them held for a moment may be in it, never a reason to fail.
-  EXPECT_LE(at_end.fds, after_warm.fds) << "file descriptors left open";
+  EXPECT_EQ(at_end.fds, after_warm.fds) << "file descriptors left open";
   std::printf("soak start: %s\nsoak after the warm-up: %s\nsoak end: %s\n", at_start.text().c_str(),
               after_warm.text().c_str(), at_end.text().c_str());
   EXPECT_TRUE(faults::no_thread_left(threads_before))

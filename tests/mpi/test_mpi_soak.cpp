@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   if (rank == 0)
     std::printf("soak: %ld calls per rank in %.1f s (%.0f calls/s)\n", done, secs, static_cast<double>(done) / secs);
   t.check(warm_taken && done >= 20, "only %ld calls made", done);
-  t.check(end.fds <= after_warm.fds, "open file descriptors: %d after the warm-up, %d at the end", after_warm.fds,
+  t.check(end.fds == after_warm.fds, "open file descriptors: %d after the warm-up, %d at the end", after_warm.fds,
           end.fds);
   t.check(end.qcoll_shm_bytes == after_warm.qcoll_shm_bytes && end.qcoll_shm_segments == after_warm.qcoll_shm_segments,
           "qcoll /dev/shm: %d segment(s) of %lld bytes after the warm-up, %d of %lld at the end",
