@@ -42,7 +42,9 @@ import datetime
 import os
 import socket
 import threading
+import time
 import warnings
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -85,12 +87,46 @@ def _timeout() -> datetime.timedelta:
     return datetime.timedelta(seconds=float(_core.timeout_seconds()))
 
 
-def _wait(work, what: str, timeout: datetime.timedelta) -> None:
+def _wait(work, what: str, timeout: datetime.timedelta, tensors=()) -> None:
+    """Waits for a call of qcoll's on the group; its tensors are then held (_hold)."""
     try:
         work.wait(timeout=timeout)
     except Exception as e:  # noqa: BLE001 - gloo raises RuntimeError (timeout) and others
         raise RuntimeError(f"{what} on the group, waiting at most {timeout.total_seconds():g} s (what was left "
                            f"of QCOLL_TIMEOUT_S): {type(e).__name__}: {e}") from None
+    _hold(tensors)
+
+
+# The tensors of qcoll's own calls on the group, weakly referenced until torch lets go of
+# them. A gloo worker thread drops its reference to a call's tensors a moment after the call
+# completed (after wait() returned: in about 2 calls of 3 here). If the interpreter is
+# finalizing by then, the worker's taking of the GIL to drop a tensor that Python made ends
+# the process: "terminate called without an active exception" from
+# ProcessGroupGloo::runLoop (seen under load, with a script that exits right after its first
+# qcoll call, whose set-up calls are its last ones on the group). release() and the exit
+# handler wait for those references to go (_settle), while the interpreter is whole.
+_held: list = []
+_held_lock = threading.Lock()
+_SETTLE_S = 5.0  # the longest release() / exit waits for them
+
+
+def _hold(tensors) -> None:
+    with _held_lock:
+        _held[:] = [r for r in _held if r() is not None]
+        _held.extend(weakref.ref(t) for t in tensors)
+
+
+def _settle(limit_s: float = _SETTLE_S) -> bool:
+    """Waits (GIL released) until torch dropped the held tensors, at most limit_s; True if it did."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        with _held_lock:
+            _held[:] = [r for r in _held if r() is not None]
+            if not _held:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
 
 
 def _host_key() -> str:
@@ -123,13 +159,14 @@ class _TorchCollectives:
         self.group = group
 
     def all_gather(self, send, recv, timeout_ms: int) -> None:
-        w = dist.all_gather_into_tensor(torch.from_numpy(recv), torch.from_numpy(send), group=self.group,
-                                        async_op=True)
-        _wait(w, "all_gather_into_tensor", datetime.timedelta(milliseconds=timeout_ms))
+        r, s = torch.from_numpy(recv), torch.from_numpy(send)
+        w = dist.all_gather_into_tensor(r, s, group=self.group, async_op=True)
+        _wait(w, "all_gather_into_tensor", datetime.timedelta(milliseconds=timeout_ms), (r, s))
 
     def all_to_all(self, send, recv, timeout_ms: int) -> None:
-        w = dist.all_to_all_single(torch.from_numpy(recv), torch.from_numpy(send), group=self.group, async_op=True)
-        _wait(w, "all_to_all_single", datetime.timedelta(milliseconds=timeout_ms))
+        r, s = torch.from_numpy(recv), torch.from_numpy(send)
+        w = dist.all_to_all_single(r, s, group=self.group, async_op=True)
+        _wait(w, "all_to_all_single", datetime.timedelta(milliseconds=timeout_ms), (r, s))
 
 
 def _comm_name(group) -> str:
@@ -171,7 +208,7 @@ class _GroupComm:
         every = torch.zeros(self.size * _HELLO_BYTES, dtype=torch.uint8)
         try:
             _wait(dist.all_gather_into_tensor(every, mine, group=self.group, async_op=True),
-                  "all_gather_into_tensor", timeout)
+                  "all_gather_into_tensor", timeout, (every, mine))
         except RuntimeError as e:
             raise Error(361001, f"group: creating the qcoll communicator of the group (rank {self.rank} of "
                                 f"{self.size}) failed within QCOLL_TIMEOUT_S = {timeout.total_seconds():g} s: "
@@ -214,7 +251,7 @@ class _GroupComm:
             ids[:] = torch.frombuffer(bytearray(_qcoll_comm.UniqueId().bytes), dtype=torch.uint8)
         root = dist.get_global_rank(self.group, 0)
         try:
-            _wait(dist.broadcast(ids, src=root, group=self.group, async_op=True), "broadcast", timeout)
+            _wait(dist.broadcast(ids, src=root, group=self.group, async_op=True), "broadcast", timeout, (ids,))
         except RuntimeError as e:
             raise Error(361001, f"group: the unique id of the group's shared-memory communicator did not arrive "
                                 f"from rank 0 within QCOLL_TIMEOUT_S = {timeout.total_seconds():g} s: {e}") from None
@@ -228,7 +265,7 @@ class _GroupComm:
         every = torch.zeros(self.size, dtype=torch.int32)
         try:
             _wait(dist.all_gather_into_tensor(every, mine, group=self.group, async_op=True), "all_gather_into_tensor",
-                  timeout)
+                  timeout, (every, mine))
         except RuntimeError as e:
             raise Error(361001, f"group: agreeing on the shared-memory communicator failed: {e}") from None
         if int(every.sum()) == 0:
@@ -322,6 +359,7 @@ def release(group=None) -> None:
         c = _comms.pop(g, None)
     if c is not None:
         c.close()
+    _settle()
 
 
 @atexit.register
@@ -334,6 +372,7 @@ def _release_all() -> None:
             c.close()
         except Exception:  # noqa: BLE001 - at exit, nothing to report to
             pass
+    _settle()
 
 
 def init_process_group(backend: str = "gloo", **kwargs) -> None:

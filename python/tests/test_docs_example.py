@@ -112,7 +112,9 @@ def small_demo(code: str) -> str:
 
 
 def run_block(block: Block, cwd: pathlib.Path, tools: pathlib.Path) -> str:
-    env = dict(os.environ, PATH=f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    # PYTHONFAULTHANDLER: a block that aborts (a rank under torchrun, at exit) shows every
+    # thread's Python stack in the output of the failure.
+    env = dict(os.environ, PATH=f"{tools}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONFAULTHANDLER="1")
     if block.lang == "python":
         script = cwd / f"block{block.line}.py"
         script.write_text(block.code)
@@ -129,7 +131,7 @@ def run_block(block: Block, cwd: pathlib.Path, tools: pathlib.Path) -> str:
         cmd = ["bash", "-e", "-o", "pipefail", str(script)]
     r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr
-    assert r.returncode == 0, f"{block.where} failed (exit {r.returncode}):\n{block.code}\n---\n{out[-4000:]}"
+    assert r.returncode == 0, f"{block.where} failed (exit {r.returncode}):\n{block.code}\n---\n{out[-8000:]}"
     for text in block.expect:
         assert text in out, f"{block.where}: the output lacks {text!r}:\n{out[-4000:]}"
     return out
