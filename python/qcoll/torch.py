@@ -353,7 +353,8 @@ def transport(group=None) -> str:
 
 def release(group=None) -> None:
     """Drops the group's qcoll communicator (not collective); the next call makes a new
-    one. Call it before ``torch.distributed.destroy_process_group``."""
+    one. Call it before ``torch.distributed.destroy_process_group``. Returns once torch let
+    go of the tensors of qcoll's calls on the group (at most 5 s: see _hold)."""
     g = dist.group.WORLD if group is None else group
     with _comms_lock:
         c = _comms.pop(g, None)
