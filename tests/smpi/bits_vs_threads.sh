@@ -3,7 +3,8 @@
 # program runs the fused reduce-scatter and all-reduce on 4 ranks under smpirun (2 simulated
 # hosts of 2 ranks, bench/platforms/cluster_100g.xml, qcoll's MPI transport: both under the
 # default hosts schedule, the all-reduce also under p2p; then the all-reduce on 8 ranks, 2
-# hosts of 4, under hosts), and every rank's output must have the same bits as the normal
+# hosts of 4, under hosts, and the kg-int8 reduce-scatter on 8 ranks, 3 hosts of 3, 3 and 2:
+# the exchange bundled per host), and every rank's output must have the same bits as the normal
 # build's run of the same call with as many thread ranks. The 8-rank all-reduce is the
 # hosts schedule's forwarding inside a host: before mpi::test() took MPI_REQUEST_NULL as
 # complete by itself (SMPI's MPI_Test leaves the flag unset there: docs/scale.md) it failed
@@ -69,6 +70,21 @@ if check "generate 8" "$qcoll" generate --ranks 8 --bs 64 --hidden 1024 --seed 7
       echo "FAIL: all-reduce.kg-int8 8 ranks (hosts) rank $r: missing or other bits than the thread ranks'"; fail=$((fail + 1))
     else
       echo "ok: all-reduce.kg-int8 8 ranks (hosts) rank $r: the same bits"
+    fi
+  done
+fi
+# 8 ranks on 3 hosts of 3, 3 and 2: the reduce-scatter's exchange bundled per host (each rank
+# one message to each other host, forwarded there; hosts of unequal sizes).
+printf 'host-0:3\nhost-1:3\nhost-2:2\n' > hosts332
+if check "reduce-scatter 8 threads" "$qcoll" reduce-scatter --ranks 8 --in "a8.{rank}.npy" --mode kg-int8 --out "thr332.{rank}.npy" -q &&
+  check "reduce-scatter 8 smpirun (hosts 3+3+2)" env QCOLL_TRANSPORT=mpi QCOLL_MPI_SCHEDULE=hosts QCOLL_TIMEOUT_S=5 "$smpirun" -np 8 -platform "$platform" -hostfile hosts332 \
+    --cfg=smpi/host-speed:1Gf --cfg=smpi/test:0 --cfg=smpi/iprobe:0 --log=root.thres:warning \
+    "$smpi_qcoll" reduce-scatter --in "a8.{rank}.npy" --mode kg-int8 --out "sim332.{rank}.npy" -q; then
+  for r in 0 1 2 3 4 5 6 7; do
+    if [ ! -s "sim332.$r.npy" ] || ! cmp -s "sim332.$r.npy" "thr332.$r.npy"; then
+      echo "FAIL: reduce-scatter.kg-int8 8 ranks (hosts 3+3+2) rank $r: missing or other bits than the thread ranks'"; fail=$((fail + 1))
+    else
+      echo "ok: reduce-scatter.kg-int8 8 ranks (hosts 3+3+2) rank $r: the same bits"
     fi
   done
 fi

@@ -723,7 +723,7 @@ Status MpiCommunicator::progress() {
   if (broken_) return broken_status();
 #ifdef QCOLL_SMPI
   // The simulator moves the transfers without being tested: only the hosts schedule's
-  // forwards need this rank, to post them as their parts arrive.
+  // forwards need this rank, to post them as their parts (or a step's bundles) arrive.
   for (uint64_t g = next_step_ >= static_cast<uint64_t>(depth_) ? next_step_ - depth_ : 0; g < next_step_; ++g) {
     StepInfo& info = steps_[slot_of(g)];
     if (!(info.published || info.receives_posted) || !info.has_forwards()) continue;
