@@ -304,6 +304,17 @@ void run_fake_hosts(int per_host, Tally& t) {
   g_fake_per_host = 0;
 }
 
+// The hosts schedule bundles an exchange step's parts per host (one message to each other
+// host, forwarded there) when every host is a consecutive range of ranks, as the hook makes
+// them: with two hosts or more and `per_host` >= 2, every rank sends bundles in every
+// reduce-scatter. Fails when the calls since `before` sent none (bundling silently off).
+void check_bundled(int per_host, long long before, Tally& t) {
+  const int hosts = (g_size + per_host - 1) / per_host;
+  if (hosts < 2 || per_host < 2) return;
+  const long long sent = qcoll::comm::mpi::testing::bundles_posted_for_test() - before;
+  t.check(sent > 0, "hosts of %d: this rank sent no bundle (the exchange was not bundled per host)", per_host);
+}
+
 // The extended contract's rank counts (--extended, contract.md §ext-ranks; mpirun -np 16 and
 // more): shapes small enough for 16 processes on 2 cores. Every mode and both operators in
 // one chunk, the first against the thread transport too; both operators chunked through a
@@ -634,6 +645,7 @@ int main(int argc, char** argv) {
   if (small_devshm) check_small_devshm(t);
   for (const std::string& name : transports) {
     const double t0 = MPI_Wtime();
+    const long long bundles0 = qcoll::comm::mpi::testing::bundles_posted_for_test();
     if (extended || fp4) {
       // "mpi-hosts-K": the hosts schedule with hosts of K ranks; "mpi-depth-K": K steps in
       // flight, as with many more ranks (MpiCommunicator::steps_in_flight); "mpi-S": schedule S.
@@ -673,6 +685,7 @@ int main(int argc, char** argv) {
         unsetenv("QCOLL_MPI_SCHEDULE");
       run_transport(transport.c_str(), t);
     }
+    if (name.rfind("mpi-hosts-", 0) == 0) check_bundled(std::atoi(name.c_str() + 10), bundles0, t);
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) std::printf("transport %s: %.1f s\n", name.c_str(), MPI_Wtime() - t0);
   }

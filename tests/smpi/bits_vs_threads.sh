@@ -3,7 +3,8 @@
 # program runs the fused reduce-scatter and all-reduce on 4 ranks under smpirun (2 simulated
 # hosts of 2 ranks, bench/platforms/cluster_100g.xml, qcoll's MPI transport: both under the
 # default hosts schedule, the all-reduce also under p2p; then the all-reduce on 8 ranks, 2
-# hosts of 4, under hosts), and every rank's output must have the same bits as the normal
+# hosts of 4, under hosts, and the kg-int8 reduce-scatter on 8 ranks, 3 hosts of 3, 3 and 2:
+# the exchange bundled per host), and every rank's output must have the same bits as the normal
 # build's run of the same call with as many thread ranks. The 8-rank all-reduce is the
 # hosts schedule's forwarding inside a host: before mpi::test() took MPI_REQUEST_NULL as
 # complete by itself (SMPI's MPI_Test leaves the flag unset there: docs/scale.md) it failed
@@ -56,21 +57,31 @@ for op in reduce-scatter all-reduce; do
     done
   done
 done
-# 8 ranks on 2 hosts of 4: the hosts schedule forwards 4 parts inside each host (SMPI's
-# options as bench/simulate_cluster.sh sets them).
-printf 'host-0:4\nhost-1:4\n' > hosts8
-if check "generate 8" "$qcoll" generate --ranks 8 --bs 64 --hidden 1024 --seed 7 --out "a8.{rank}.npy" &&
-  check "all-reduce 8 threads" "$qcoll" all-reduce --ranks 8 --in "a8.{rank}.npy" --mode kg-int8 --out "thr8.{rank}.npy" -q &&
-  check "all-reduce 8 smpirun (hosts)" env QCOLL_TRANSPORT=mpi QCOLL_MPI_SCHEDULE=hosts QCOLL_TIMEOUT_S=5 "$smpirun" -np 8 -platform "$platform" -hostfile hosts8 \
-    --cfg=smpi/host-speed:1Gf --cfg=smpi/test:0 --cfg=smpi/iprobe:0 --log=root.thres:warning \
-    "$smpi_qcoll" all-reduce --in "a8.{rank}.npy" --mode kg-int8 --out "sim8.{rank}.npy" -q; then
-  for r in 0 1 2 3 4 5 6 7; do
-    if [ ! -s "sim8.$r.npy" ] || ! cmp -s "sim8.$r.npy" "thr8.$r.npy"; then
-      echo "FAIL: all-reduce.kg-int8 8 ranks (hosts) rank $r: missing or other bits than the thread ranks'"; fail=$((fail + 1))
+# run8 OP HOSTFILE WHAT: OP (kg-int8) on 8 ranks under the hosts schedule on the hosts of
+# HOSTFILE (SMPI's options as bench/simulate_cluster.sh sets them), every rank's bits against
+# 8 thread ranks' (inputs a8.*.npy).
+run8() {
+  local op=$1 hostfile=$2 what="$1.kg-int8 8 ranks ($3)" rank
+  check "$what threads" "$qcoll" "$op" --ranks 8 --in "a8.{rank}.npy" --mode kg-int8 --out "thr8.$hostfile.{rank}.npy" -q &&
+    check "$what smpirun" env QCOLL_TRANSPORT=mpi QCOLL_MPI_SCHEDULE=hosts QCOLL_TIMEOUT_S=5 "$smpirun" -np 8 -platform "$platform" -hostfile "$hostfile" \
+      --cfg=smpi/host-speed:1Gf --cfg=smpi/test:0 --cfg=smpi/iprobe:0 --log=root.thres:warning \
+      "$smpi_qcoll" "$op" --in "a8.{rank}.npy" --mode kg-int8 --out "sim8.$hostfile.{rank}.npy" -q || return
+  for rank in 0 1 2 3 4 5 6 7; do
+    if [ ! -s "sim8.$hostfile.$rank.npy" ] || ! cmp -s "sim8.$hostfile.$rank.npy" "thr8.$hostfile.$rank.npy"; then
+      echo "FAIL: $what rank $rank: missing or other bits than the thread ranks'"; fail=$((fail + 1))
     else
-      echo "ok: all-reduce.kg-int8 8 ranks (hosts) rank $r: the same bits"
+      echo "ok: $what rank $rank: the same bits"
     fi
   done
+}
+# 8 ranks on 2 hosts of 4: the hosts schedule forwards 4 parts inside each host. Then on 3
+# hosts of 3, 3 and 2: the reduce-scatter's exchange bundled per host (each rank one message
+# to each other host, forwarded there; hosts of unequal sizes).
+printf 'host-0:4\nhost-1:4\n' > hosts8
+printf 'host-0:3\nhost-1:3\nhost-2:2\n' > hosts332
+if check "generate 8" "$qcoll" generate --ranks 8 --bs 64 --hidden 1024 --seed 7 --out "a8.{rank}.npy"; then
+  run8 all-reduce hosts8 "hosts"
+  run8 reduce-scatter hosts332 "hosts 3+3+2"
 fi
 # The runs must also differ where the inputs do (the comparison can fail): another seed.
 check "generate seed 8" "$qcoll" generate --ranks 4 --bs 64 --hidden 1024 --seed 8 --out "act{rank}.npy" &&

@@ -41,9 +41,11 @@ MpiCommunicator::MpiCommunicator(std::string name, MPI_Comm comm, std::size_t wi
 
 namespace testing {
 namespace {
-int g_steps_in_flight = 0;  // set_steps_in_flight_for_test
+int g_steps_in_flight = 0;     // set_steps_in_flight_for_test
+long long g_bundles_sent = 0;  // bundles_posted_for_test
 }  // namespace
 void set_steps_in_flight_for_test(int steps) { g_steps_in_flight = steps; }
+long long bundles_posted_for_test() { return g_bundles_sent; }
 }  // namespace testing
 
 int MpiCommunicator::steps_in_flight(int nranks) {
@@ -52,16 +54,32 @@ int MpiCommunicator::steps_in_flight(int nranks) {
   return std::clamp(kMaxTransfersInFlight / per_step, 2, kDepth);
 }
 
+// The hosts in order of their numbers, each with its ranks in rank order; host[k], index[k]:
+// rank k's host and its index among that host's ranks.
+struct MpiCommunicator::HostLayout {
+  std::vector<std::vector<int>> hosts;
+  std::vector<int> host, index;
+  // The rank of host h that receives origin k's part (Same steps) or bundle
+  // (PerDestination steps) for that host.
+  int receiver(int k, int h) const {
+    const std::vector<int>& on = hosts[static_cast<std::size_t>(h)];
+    return on[static_cast<std::size_t>(index[static_cast<std::size_t>(k)]) % on.size()];
+  }
+};
+
 void MpiCommunicator::plan_hosts_routes(const std::vector<int>& host_of) {
-  // The hosts in order of their numbers, each with its ranks in rank order.
   std::vector<int> keys(host_of);
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  std::vector<std::vector<int>> hosts(keys.size());
-  std::vector<int> host(nranks_), index(nranks_);
+  HostLayout layout;
+  layout.hosts.resize(keys.size());
+  layout.host.resize(nranks_);
+  layout.index.resize(nranks_);
+  std::vector<std::vector<int>>& hosts = layout.hosts;
+  std::vector<int>& host = layout.host;
   for (int k = 0; k < nranks_; ++k) {
     host[k] = static_cast<int>(std::lower_bound(keys.begin(), keys.end(), host_of[k]) - keys.begin());
-    index[k] = static_cast<int>(hosts[host[k]].size());
+    layout.index[k] = static_cast<int>(hosts[host[k]].size());
     hosts[host[k]].push_back(k);
   }
   hosts_ = static_cast<int>(hosts.size());
@@ -74,11 +92,7 @@ void MpiCommunicator::plan_hosts_routes(const std::vector<int>& host_of) {
                    static_cast<long long>(kHostsTag) + static_cast<long long>(kDepth) * nranks_ <= tag_ub;
   if (!hosts_routing_) return;
   const int mine = host[rank_];
-  // The rank of host h that receives origin k's part for that host.
-  auto receiver = [&](int k, int h) {
-    const std::vector<int>& on = hosts[h];
-    return on[static_cast<std::size_t>(index[k]) % on.size()];
-  };
+  auto receiver = [&layout](int k, int h) { return layout.receiver(k, h); };
   recv_from_.assign(nranks_, -1);
   for (int k = 0; k < nranks_; ++k) {
     if (k == rank_) continue;
@@ -96,6 +110,52 @@ void MpiCommunicator::plan_hosts_routes(const std::vector<int>& host_of) {
       own_dests_.push_back(k);
       local_peers_.push_back(k);
     }
+  plan_bundles(layout, tag_ub);
+}
+
+// Bundling applies when every host's ranks are one consecutive range (then the parts for a
+// host are one contiguous range of a send slot) and the tags fit.
+void MpiCommunicator::plan_bundles(const HostLayout& layout, int tag_ub) {
+  const std::size_t nhosts = layout.hosts.size();
+  for (const std::vector<int>& on : layout.hosts)
+    for (std::size_t j = 0; j < on.size(); ++j)
+      if (on[j] != on[0] + static_cast<int>(j)) return;
+  if (kForwardTag + kDepth > tag_ub) return;
+  bundling_ = true;
+  my_host_ = layout.host[rank_];
+  host_of_rank_ = layout.host;
+  host_first_.assign(nhosts, 0);
+  host_size_.assign(nhosts, 0);
+  bundle_to_.assign(nhosts, -1);
+  for (std::size_t h = 0; h < nhosts; ++h) {
+    host_first_[h] = layout.hosts[h][0];
+    host_size_[h] = static_cast<int>(layout.hosts[h].size());
+    if (static_cast<int>(h) != my_host_) bundle_to_[h] = layout.receiver(rank_, static_cast<int>(h));
+  }
+  origin_pos_.assign(nranks_, -1);
+  peer_origins_.assign(local_peers_.size(), {});
+  for (int k = 0; k < nranks_; ++k) {
+    if (layout.host[k] == my_host_) continue;
+    const int via = layout.receiver(k, my_host_);
+    if (via == rank_) {
+      origin_pos_[k] = static_cast<int>(origins_.size());
+      origins_.push_back(k);
+    } else {
+      peer_origins_[static_cast<std::size_t>(local_position(via))].push_back(k);
+    }
+  }
+  forwarders_ = static_cast<int>(
+      std::count_if(peer_origins_.begin(), peer_origins_.end(), [](const std::vector<int>& o) { return !o.empty(); }));
+  // A bundle is local_size_ parts, each at most the slot's share of one rank (whole blocks).
+  const std::size_t max_part = slot_bytes_ / static_cast<std::size_t>(nranks_) / kSegmentAlign * kSegmentAlign;
+  staging_slot_bytes_ = origins_.size() * static_cast<std::size_t>(local_size_) * max_part;
+  const std::size_t peers = local_peers_.size(), others = nhosts - 1;
+  breq_.bundle_recv = peers;
+  breq_.forward_recv = breq_.bundle_recv + origins_.size();
+  breq_.direct_send = breq_.forward_recv + static_cast<std::size_t>(forwarders_);
+  breq_.bundle_send = breq_.direct_send + peers;
+  breq_.forward_send = breq_.bundle_send + others;
+  breq_.total = breq_.forward_send + (origins_.empty() ? 0 : peers);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -113,6 +173,7 @@ MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
+    for (StepInfo& info : steps_) free_types(info);
     MPI_Type_free(&block512_);
     MPI_Comm_free(&comm_);
   }
@@ -143,7 +204,7 @@ std::size_t MpiCommunicator::max_part_bytes(StepShape::Kind kind) const {
 Status MpiCommunicator::ensure_buffers() {
   if (buffers_ != nullptr) return Status::Ok();
   // Allocated on first use; pages the calls never touch are never committed.
-  const std::size_t bytes = 2 * static_cast<std::size_t>(depth_) * slot_bytes_;
+  const std::size_t bytes = static_cast<std::size_t>(depth_) * (2 * slot_bytes_ + staging_slot_bytes_);
   buffers_ = static_cast<unsigned char*>(std::aligned_alloc(4096, round_up(bytes, 4096)));
   if (buffers_ == nullptr) {
     return Status::Error(StatusCode::InnerError, "MPI transport: cannot allocate " + std::to_string(bytes >> 20) +
@@ -227,7 +288,13 @@ bool MpiCommunicator::StepInfo::pending() const {
     if (r != MPI_REQUEST_NULL) return true;
   for (char f : forwarded)
     if (!f) return true;
-  return false;
+  return !forwards_posted;
+}
+
+void MpiCommunicator::free_types(StepInfo& info) {
+  for (MPI_Datatype& t : info.types)
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+  info.types.clear();
 }
 
 Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clock::time_point, Step* step) {
@@ -255,7 +322,17 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   info.published = false;
   info.receives_posted = false;
   info.sent.clear();
-  if (routed(info)) {
+  free_types(info);  // the slot's previous step completed: its transfers no longer use them
+  info.bundled = bundling_ && shape.kind == StepShape::Kind::PerDestination;
+  info.forwards_posted = !info.bundled || origins_.empty() || local_peers_.empty();
+  info.filled.clear();
+  info.host_filled.clear();
+  if (info.bundled) {
+    info.reqs.assign(breq_.total, MPI_REQUEST_NULL);
+    info.sent.assign(static_cast<std::size_t>(nranks_ + hosts_), 0);
+    info.filled.assign(static_cast<std::size_t>(nranks_), 0);
+    info.host_filled.assign(static_cast<std::size_t>(hosts_), 0);
+  } else if (routed(info)) {
     info.forward_first = static_cast<std::size_t>(nranks_ - 1) + own_dests_.size();
     info.reqs.assign(info.forward_first + forward_origins_.size() * local_peers_.size(), MPI_REQUEST_NULL);
     info.forward_recv.assign(forward_origins_.size(), 0);
@@ -322,9 +399,160 @@ Status MpiCommunicator::part_filled(Step s, int dest) {
   if (dest == rank_ || schedule_ == settings::MpiSchedule::Alltoall ||
       info.shape.kind != StepShape::Kind::PerDestination)
     return Status::Ok();
-  Status st = post_p2p_receives(s);
-  if (st.ok()) st = post_p2p_send(s, dest);
+  Status st;
+  if (info.bundled) {
+    st = bundled_part_filled(s, dest);
+  } else {
+    st = post_p2p_receives(s);
+    if (st.ok()) st = post_p2p_send(s, dest);
+  }
   return st.ok() ? st : fail(std::move(st));
+}
+
+// A bundled step: the receives at the first part filled; a part for this host goes at once,
+// a bundle once the last part of its host is filled.
+Status MpiCommunicator::bundled_part_filled(Step s, int dest) {
+  StepInfo& info = steps_[slot_of(s)];
+  if (Status st = post_bundled_receives(s); !st.ok()) return st;
+  const int h = host_of_rank_[static_cast<std::size_t>(dest)];
+  if (h == my_host_) return post_direct_send(s, dest);
+  if (info.filled[static_cast<std::size_t>(dest)]) return Status::Ok();
+  info.filled[static_cast<std::size_t>(dest)] = 1;
+  const std::size_t hh = static_cast<std::size_t>(h);
+  return ++info.host_filled[hh] == host_size_[hh] ? post_bundle_send(s, h) : Status::Ok();
+}
+
+// The forwards' types of step s: the send (this rank's origins' parts for one local peer,
+// strided in the staging slot) and one receive per local forwarder (its origins' parts,
+// scattered into the receive slot).
+Status MpiCommunicator::make_forward_types(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  const int count = part_blocks(s);
+  info.types.assign(1 + static_cast<std::size_t>(forwarders_), MPI_DATATYPE_NULL);
+  if (!info.forwards_posted) {
+    Status st =
+        check(MPI_Type_vector(static_cast<int>(origins_.size()), count, local_size_ * count, block512_, &info.types[0]),
+              "MPI_Type_vector");
+    if (st.ok()) st = check(MPI_Type_commit(&info.types[0]), "MPI_Type_commit");
+    if (!st.ok()) return st;
+  }
+  std::size_t t = 1;
+  std::vector<int> displacements;
+  for (const std::vector<int>& from : peer_origins_) {
+    if (from.empty()) continue;
+    displacements.clear();
+    for (int origin : from) displacements.push_back(origin * count);
+    Status st = check(MPI_Type_create_indexed_block(static_cast<int>(from.size()), count, displacements.data(),
+                                                    block512_, &info.types[t]),
+                      "MPI_Type_create_indexed_block");
+    if (st.ok()) st = check(MPI_Type_commit(&info.types[t]), "MPI_Type_commit");
+    if (!st.ok()) return st;
+    ++t;
+  }
+  return Status::Ok();
+}
+
+// Every receive of a bundled step (once): the direct parts, the bundles, the forwards.
+Status MpiCommunicator::post_bundled_receives(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  if (info.receives_posted) return Status::Ok();
+  info.receives_posted = true;
+  if (Status st = make_forward_types(s); !st.ok()) return st;
+  const int count = part_blocks(s);
+  MPI_Request* req = info.reqs.data();
+  for (int w : local_peers_) {
+    if (Status st = check(MPI_Irecv(recv_part(s, w), count, block512_, w, direct_tag(s), comm_, req++), "MPI_Irecv");
+        !st.ok())
+      return st;
+  }
+  const std::size_t bundle_bytes = static_cast<std::size_t>(local_size_) * info.shape.part_bytes();
+  for (std::size_t k = 0; k < origins_.size(); ++k) {
+    if (Status st = check(MPI_Irecv(staging(s) + k * bundle_bytes, local_size_ * count, block512_, origins_[k],
+                                    bundle_tag(s), comm_, req++),
+                          "MPI_Irecv");
+        !st.ok())
+      return st;
+  }
+  std::size_t t = 1;
+  for (std::size_t i = 0; i < local_peers_.size(); ++i) {
+    if (peer_origins_[i].empty()) continue;
+    if (Status st = check(MPI_Irecv(recv_slot(s), 1, info.types[t++], local_peers_[i], forward_tag(s), comm_, req++),
+                          "MPI_Irecv");
+        !st.ok())
+      return st;
+  }
+  return Status::Ok();
+}
+
+Status MpiCommunicator::post_direct_send(Step s, int dst) {
+  StepInfo& info = steps_[slot_of(s)];
+  if (info.sent[static_cast<std::size_t>(dst)]) return Status::Ok();
+  info.sent[static_cast<std::size_t>(dst)] = 1;
+  const unsigned char* from = info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), dst).seg[0];
+  return check(MPI_Isend(from, part_blocks(s), block512_, dst, direct_tag(s), comm_,
+                         &info.reqs[breq_.direct_send + static_cast<std::size_t>(local_position(dst))]),
+               "MPI_Isend");
+}
+
+// This rank's parts for the ranks of host h: one contiguous range of the send slot.
+Status MpiCommunicator::post_bundle_send(Step s, int h) {
+  StepInfo& info = steps_[slot_of(s)];
+  const std::size_t hh = static_cast<std::size_t>(h);
+  if (info.sent[static_cast<std::size_t>(nranks_) + hh]) return Status::Ok();
+  info.sent[static_cast<std::size_t>(nranks_) + hh] = 1;
+  const int first = host_first_[hh], parts = host_size_[hh];
+  const unsigned char* from =
+      info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), first).seg[0];
+  ++testing::g_bundles_sent;
+  return check(MPI_Isend(from, parts * part_blocks(s), block512_, bundle_to_[hh], bundle_tag(s), comm_,
+                         &info.reqs[breq_.bundle_send + hh - (h > my_host_ ? 1 : 0)]),
+               "MPI_Isend");
+}
+
+// publish() of a bundled step: what part_filled() did not start. The bundles first (the
+// slower links), host me+1 first, then the parts for this host, rank me+1 first.
+Status MpiCommunicator::start_bundled(Step s) {
+  if (Status st = post_bundled_receives(s); !st.ok()) return st;
+  for (int j = 1; j < hosts_; ++j) {
+    if (Status st = post_bundle_send(s, (my_host_ + j) % hosts_); !st.ok()) return st;
+  }
+  const int first = host_first_[static_cast<std::size_t>(my_host_)], me = rank_ - first;
+  for (int j = 1; j < local_size_; ++j) {
+    if (Status st = post_direct_send(s, first + (me + j) % local_size_); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+// Posts the forwards of a bundled step once every bundle arrived (tests those receives).
+Status MpiCommunicator::post_bundle_forwards(Step s, bool& all_forwarded) {
+  StepInfo& info = steps_[slot_of(s)];
+  all_forwarded = info.forwards_posted;
+  if (all_forwarded || !info.receives_posted) return Status::Ok();
+  for (std::size_t i = breq_.bundle_recv; i < breq_.forward_recv; ++i) {
+    bool arrived = false;  // (a receive that test_all() completed is null: arrived)
+    if (Status st = test(info.reqs[i], arrived); !st.ok() || !arrived) return st;
+  }
+  if (Status st = post_forwards(s); !st.ok()) return st;
+  all_forwarded = true;
+  return Status::Ok();
+}
+
+// To each local peer w: its part of every bundle received, in origin order (one message).
+Status MpiCommunicator::post_forwards(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  const std::size_t part = info.shape.part_bytes();
+  const int first = host_first_[static_cast<std::size_t>(my_host_)];
+  for (std::size_t p = 0; p < local_peers_.size(); ++p) {
+    const int w = local_peers_[p];
+    const unsigned char* from = staging(s) + static_cast<std::size_t>(w - first) * part;
+    if (Status st =
+            check(MPI_Isend(from, 1, info.types[0], w, forward_tag(s), comm_, &info.reqs[breq_.forward_send + p]),
+                  "MPI_Isend");
+        !st.ok())
+      return st;
+  }
+  info.forwards_posted = true;
+  return Status::Ok();
 }
 
 // hosts schedule, a Same step: every receive first (from the rank that delivers each
@@ -358,6 +586,7 @@ Status MpiCommunicator::start_hosts(Step s) {
 
 Status MpiCommunicator::post_arrived_forwards(Step s, bool& all_forwarded) {
   StepInfo& info = steps_[slot_of(s)];
+  if (info.bundled) return post_bundle_forwards(s, all_forwarded);
   all_forwarded = true;
   const int count = part_blocks(s);
   const std::size_t peers = local_peers_.size();
@@ -395,8 +624,22 @@ Status MpiCommunicator::advance(Step s, bool& done) {
 }
 
 #ifdef QCOLL_SMPI
+// A bundled step: every bundle, then its forwards, then everything.
+Status MpiCommunicator::wait_bundled_blocking(Step s) {
+  StepInfo& info = steps_[slot_of(s)];
+  if (!info.forwards_posted) {
+    Status st = check(MPI_Waitall(static_cast<int>(breq_.forward_recv - breq_.bundle_recv),
+                                  info.reqs.data() + breq_.bundle_recv, MPI_STATUSES_IGNORE),
+                      "MPI_Waitall");
+    if (st.ok()) st = post_forwards(s);
+    if (!st.ok()) return st;
+  }
+  return check(MPI_Waitall(static_cast<int>(info.reqs.size()), info.reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+
 Status MpiCommunicator::wait_step_blocking(Step s) {
   StepInfo& info = steps_[slot_of(s)];
+  if (info.bundled) return wait_bundled_blocking(s);
   std::vector<MPI_Request> waiting;
   std::vector<std::size_t> at;  // where waiting[j] is in info.reqs
   for (;;) {
@@ -434,6 +677,8 @@ Status MpiCommunicator::publish(Step s) {
   info.published = true;
   if (routed(info)) {
     st = start_hosts(s);
+  } else if (info.bundled) {
+    st = start_bundled(s);
   } else if (schedule_ != settings::MpiSchedule::Alltoall) {
     st = start_p2p(s);
   } else {
@@ -456,7 +701,7 @@ Status MpiCommunicator::wait_step(Step s, Clock::time_point deadline) {
 Status MpiCommunicator::wait_step_transfers(Step s, Clock::time_point deadline) {
   if (broken_) return broken_status();
   StepInfo& info = steps_[slot_of(s)];
-  if (info.forwarded.empty()) return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);
+  if (!info.has_forwards()) return wait(info.reqs.data(), static_cast<int>(info.reqs.size()), deadline, info.what);
 #ifdef QCOLL_SMPI
   if (Status st = check_notices(); !st.ok()) return st;
   Status st = wait_step_blocking(s);
@@ -476,6 +721,13 @@ PartView MpiCommunicator::view(Step s, int src) const {
     // Never sent: read where it was written (the Same part, or this rank's part of the send slot).
     return info.shape.part_in<PartView>(static_cast<const unsigned char*>(send_slot(s)), src);
   }
+  if (info.bundled && origin_pos_[static_cast<std::size_t>(src)] >= 0) {
+    // A bundle received here: this rank's part stays in the staging slot.
+    const std::size_t bundle = static_cast<std::size_t>(origin_pos_[static_cast<std::size_t>(src)]) *
+                               static_cast<std::size_t>(local_size_) * info.shape.part_bytes();
+    return info.shape.received_in<PartView>(static_cast<const unsigned char*>(staging(s)) + bundle,
+                                            rank_ - host_first_[static_cast<std::size_t>(my_host_)]);
+  }
   return info.shape.received_in<PartView>(static_cast<const unsigned char*>(recv_slot(s)), src);
 }
 
@@ -483,10 +735,10 @@ Status MpiCommunicator::progress() {
   if (broken_) return broken_status();
 #ifdef QCOLL_SMPI
   // The simulator moves the transfers without being tested: only the hosts schedule's
-  // forwards need this rank, to post them as their parts arrive.
+  // forwards need this rank, to post them as their parts (or a step's bundles) arrive.
   for (uint64_t g = next_step_ >= static_cast<uint64_t>(depth_) ? next_step_ - depth_ : 0; g < next_step_; ++g) {
     StepInfo& info = steps_[slot_of(g)];
-    if (!info.published || info.forwarded.empty()) continue;
+    if (!(info.published || info.receives_posted) || !info.has_forwards()) continue;
     bool all_forwarded = true;
     if (Status st = post_arrived_forwards(g, all_forwarded); !st.ok()) return fail(std::move(st));
   }
@@ -500,7 +752,7 @@ Status MpiCommunicator::progress() {
     StepInfo& info = steps_[slot_of(g)];
     // (A step begun but not yet published has nothing to test unless part_filled() started
     // some of its transfers: its parts are being filled.)
-    if (!(info.published || info.receives_posted) || !info.pending() || (tested && info.forwarded.empty())) continue;
+    if (!(info.published || info.receives_posted) || !info.pending() || (tested && !info.has_forwards())) continue;
     bool done = false;
     if (Status st = advance(g, done); !st.ok()) return fail(std::move(st));
     tested = true;

@@ -22,8 +22,18 @@
 //                  one whose index on its host is r's index on r's host, modulo that host's
 //                  rank count), which forwards it to the other ranks of its host as soon as
 //                  it arrived (MPI moves that inside the host: shared memory); r sends it
-//                  straight to the ranks of its own host. The same as p2p when every rank
-//                  has a host of its own or all share one;
+//                  straight to the ranks of its own host. A PerDestination step (the
+//                  exchange) is bundled per host when every host's ranks are one
+//                  consecutive range of ranks (bundling_): rank r sends its parts for each
+//                  other host as ONE message (their contiguous range of its send slot) to
+//                  that host's receiver of r (the same rank as above), which receives the
+//                  bundles of all its origins into a staging slot and, once all arrived,
+//                  sends each rank of its host ONE message holding that rank's part of every
+//                  bundle (an MPI vector type), scattered on arrival into the receive slot
+//                  (an indexed type); parts for the ranks of r's own host go straight, as in
+//                  p2p. n (H - 1) messages cross hosts per step instead of n (n - m), each
+//                  m parts long. The same as p2p when every rank has a host of its own or
+//                  all share one;
 //   alltoall       MPI_Ialltoall (PerDestination) or MPI_Iallgather (Same) per step.
 // Records go through MPI_Iallgather of their own small buffers.
 //
@@ -91,6 +101,10 @@ class MpiCommunicator final : public Communicator {
   // steps with this rank's receives in order, the tag per slot only keeps the steps in flight
   // apart.
   static constexpr int kDataTag = 28000;
+  // Bundled PerDestination steps (bundling_), + slot: parts to a rank of this host, bundles
+  // to another host, forwards inside the host.
+  static constexpr int kDirectTag = 28010, kBundleTag = 28020, kForwardTag = 28030;
+  struct HostLayout;  // the hosts and their ranks (plan_hosts_routes)
   struct StepInfo {
     StepShape shape;
     const char* what = "";
@@ -106,12 +120,28 @@ class MpiCommunicator final : public Communicator {
     // empty for routed and all-to-all steps).
     bool receives_posted = false;
     std::vector<char> sent;
+    // A bundled PerDestination step (bundling_): sent holds the direct sends by rank, then
+    // the bundles by host; filled[d]: part_filled(d) came; host_filled[h]: parts of host h
+    // filled; forwards_posted: the forwards of the bundles received were sent on (or there
+    // are none); types: the forwards' derived types (the send's, then one per local
+    // forwarder's receive), freed when the slot is reused (begin_step) or at destruction.
+    bool bundled = false;
+    bool forwards_posted = true;
+    std::vector<char> filled;
+    std::vector<int> host_filled;
+    std::vector<MPI_Datatype> types;
     bool pending() const;
+    // Forwards of this step may still have to be posted by this rank (tested one by one).
+    bool has_forwards() const { return !forwarded.empty() || !forwards_posted; }
   };
   Status ensure_buffers();
   std::size_t slot_of(Step s) const { return static_cast<std::size_t>(s % static_cast<uint64_t>(depth_)); }
   unsigned char* send_slot(Step s) const { return buffers_ + slot_of(s) * slot_bytes_; }
   unsigned char* recv_slot(Step s) const { return buffers_ + (depth_ + slot_of(s)) * slot_bytes_; }
+  // bundling_: where the bundles of step s arrive (origin k's at k * local_size_ parts).
+  unsigned char* staging(Step s) const {
+    return buffers_ + 2 * static_cast<std::size_t>(depth_) * slot_bytes_ + slot_of(s) * staging_slot_bytes_;
+  }
   // Where source src's part of step s lands (a receive slot holds one part per source).
   unsigned char* recv_part(Step s, int src) const {
     return steps_[slot_of(s)].shape.received_in<PartRegion>(recv_slot(s), src).seg[0];
@@ -123,6 +153,19 @@ class MpiCommunicator final : public Communicator {
   Status post_p2p_send(Step s, int dst);
   Status start_hosts(Step s);
   void plan_hosts_routes(const std::vector<int>& host_of);
+  void plan_bundles(const HostLayout& layout, int tag_ub);
+  // Bundled PerDestination steps: the receives (once), the direct send to a rank of this
+  // host, the bundle for host h (each at most once), all of them (publish), the forwards.
+  Status post_bundled_receives(Step s);
+  Status make_forward_types(Step s);
+  Status post_direct_send(Step s, int dst);
+  Status post_bundle_send(Step s, int h);
+  Status bundled_part_filled(Step s, int dest);
+  Status start_bundled(Step s);
+  Status post_bundle_forwards(Step s, bool& all_forwarded);  // once every bundle arrived
+  Status post_forwards(Step s);
+  void free_types(StepInfo& info);
+  int local_position(int w) const { return w - host_first_[my_host_] - (w > rank_ ? 1 : 0); }
   bool routed(const StepInfo& info) const { return hosts_routing_ && info.shape.kind == StepShape::Kind::Same; }
   // Tests the step's transfers once (posting the forwards whose part arrived); done when
   // every transfer of the step completed.
@@ -134,9 +177,13 @@ class MpiCommunicator final : public Communicator {
   // The SMPI build's wait_step(): blocks in the simulator (MPI_Waitany on the parts still to
   // forward, then MPI_Waitall), without polling and without a deadline (docs/scale.md).
   Status wait_step_blocking(Step s);
+  Status wait_bundled_blocking(Step s);
 #endif
   int hosts_tag(Step s, int origin) const { return kHostsTag + static_cast<int>(slot_of(s)) * nranks_ + origin; }
   int data_tag(Step s) const { return kDataTag + static_cast<int>(slot_of(s)); }
+  int direct_tag(Step s) const { return kDirectTag + static_cast<int>(slot_of(s)); }
+  int bundle_tag(Step s) const { return kBundleTag + static_cast<int>(slot_of(s)); }
+  int forward_tag(Step s) const { return kForwardTag + static_cast<int>(slot_of(s)); }
   // Marks the communicator broken. A rank that found the failure itself (a timeout, an MPI
   // error) sends every peer the notice of that kind; one told by a notice sends none.
   enum class Notice { None, Timeout, Error };
@@ -160,6 +207,24 @@ class MpiCommunicator final : public Communicator {
   // forward_origins_ to local_peers_.
   bool hosts_routing_ = false;
   std::vector<int> recv_from_, own_dests_, forward_origins_, local_peers_;
+  // Bundling of PerDestination steps (bundling_: hosts_routing_, and every host's ranks are
+  // one consecutive range). Host h holds host_size_[h] ranks from host_first_[h];
+  // host_of_rank_[k]: rank k's host; bundle_to_[h]: the rank of host h that receives this
+  // rank's bundle (-1: this host); origins_: the ranks whose bundle for this host comes
+  // here, in rank order (origin_pos_[k]: k's position there, or -1); peer_origins_[i]:
+  // those of local_peers_[i], whose forward it sends here.
+  bool bundling_ = false;
+  int my_host_ = 0;
+  std::vector<int> host_first_, host_size_, host_of_rank_, bundle_to_, origins_, origin_pos_;
+  std::vector<std::vector<int>> peer_origins_;
+  int forwarders_ = 0;                  // local peers with origins (a forward from each)
+  std::size_t staging_slot_bytes_ = 0;  // per slot, after the receive slots (bundling_)
+  // Where a bundled step's requests are: the direct receives (one per local peer) from 0,
+  // the bundles, the forwards received, the direct sends, the bundles sent (one per other
+  // host), the forwards sent (one per local peer); total.
+  struct {
+    std::size_t bundle_recv = 0, forward_recv = 0, direct_send = 0, bundle_send = 0, forward_send = 0, total = 0;
+  } breq_;
   std::size_t window_bytes_ = 0;
   settings::MpiSchedule schedule_ = settings::MpiSchedule::P2p;
   std::size_t slot_bytes_ = 0;

@@ -26,6 +26,9 @@ void set_ranks_per_host_for_test(int ranks);
 // For tests with few ranks: MPI communicators made after this call keep `steps` (2 to 4)
 // steps in flight instead of MpiCommunicator::steps_in_flight(n) (0: the rule again).
 void set_steps_in_flight_for_test(int steps);
+// Bundles (hosts schedule, PerDestination steps bundled per host) this process posted so
+// far, over all its MPI communicators: tests check that bundling is used.
+long long bundles_posted_for_test();
 }  // namespace testing
 
 }  // namespace qcoll::comm::mpi
