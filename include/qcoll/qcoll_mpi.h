@@ -6,10 +6,11 @@
  *
  * Transport: when every rank is on one host, ranks exchange through a shared-memory window
  * of HCCL_BUFFSIZE MB per rank (default 200; read at creation); otherwise through MPI
- * (nonblocking all-to-all, chunked, staging buffers of 2 x HCCL_BUFFSIZE MB per rank).
- * QCOLL_TRANSPORT=shm|mpi|auto (default auto) forces one. MPI must be initialised before and
- * finalised after; calls on one communicator must come from one thread at a time, and from a
- * thread allowed to call MPI (MPI_THREAD_SERIALIZED or better if that is not the main thread).
+ * (nonblocking all-to-all, chunked, staging buffers of 2 x HCCL_BUFFSIZE MB per rank, up to
+ * 3 x with the exchange bundled per host). QCOLL_TRANSPORT=shm|mpi|auto (default auto) forces
+ * one. MPI must be initialised before and finalised after; calls on one communicator must
+ * come from one thread at a time, and from a thread allowed to call MPI
+ * (MPI_THREAD_SERIALIZED or better if that is not the main thread).
  * A peer that dies or never calls makes the others return QCOLL_RUNTIME_ERROR within
  * QCOLL_TIMEOUT_S (default 60) seconds; the communicator is then broken (destroy it).
  */

@@ -207,8 +207,9 @@ Status MpiCommunicator::ensure_buffers() {
   const std::size_t bytes = static_cast<std::size_t>(depth_) * (2 * slot_bytes_ + staging_slot_bytes_);
   buffers_ = static_cast<unsigned char*>(std::aligned_alloc(4096, round_up(bytes, 4096)));
   if (buffers_ == nullptr) {
-    return Status::Error(StatusCode::InnerError, "MPI transport: cannot allocate " + std::to_string(bytes >> 20) +
-                                                     " MB of staging buffers (2 x HCCL_BUFFSIZE)");
+    return Status::Error(StatusCode::InnerError,
+                         "MPI transport: cannot allocate " + std::to_string(bytes >> 20) +
+                             " MB of staging buffers (2 x HCCL_BUFFSIZE, and the bundles' staging)");
   }
   return Status::Ok();
 }

@@ -7,13 +7,12 @@
 // publish() starts the step's transfers into its receive slot, wait_step() polls them,
 // view() reads the receive slot (this rank's own part: the send slot), progress() tests the
 // transfers in flight (so later chunks move while the caller reduces this one). depth_ send
-// and depth_ receive slots of HCCL_BUFFSIZE/depth_ each (2 x HCCL_BUFFSIZE in all), so up
-// to depth_ steps are in flight: kDepth (4), fewer with many peers (steps_in_flight()), so
-// that a rank has at most about kMaxTransfersInFlight point-to-point transfers posted
-// (each step posts 2 (n - 1)) and each message to a peer is larger. A step begun when every
-// earlier one was waited for (an exchange's first) takes slot 0, so that calls of one or few
-// steps reuse the same slots, their pages committed and warm. Three schedules (QCOLL_MPI_SCHEDULE, read at
-// creation):
+// and depth_ receive slots of HCCL_BUFFSIZE/depth_ each (2 x HCCL_BUFFSIZE in all; bundling_ adds depth_ staging
+// slots), so up to depth_ steps are in flight: kDepth (4), fewer with many peers (steps_in_flight()), so that a rank
+// has at most about kMaxTransfersInFlight point-to-point transfers posted (each step posts 2 (n - 1)) and each message
+// to a peer is larger. A step begun when every earlier one was waited for (an exchange's first) takes slot 0, so that
+// calls of one or few steps reuse the same slots, their pages committed and warm. Three schedules (QCOLL_MPI_SCHEDULE,
+// read at creation):
 //   p2p            MPI_Irecv from and MPI_Isend to every peer, peer me+j sent to j-th and
 //                  me-j received from j-th (j = 1..n-1), so that at any moment the ranks
 //                  send to different peers; nothing goes through MPI for this rank's own part;
