@@ -263,14 +263,9 @@ Status MpiCommunicator::allgather_records(const void* mine, std::size_t bytes, v
   if (Status s = check_notices(); !s.ok()) return s;
   std::memcpy(records_, mine, bytes);
 #ifdef QCOLL_SMPI
-  // SMPI's MPI_Iallgather is n (n - 1) messages whatever the configuration (its nonblocking
-  // collectives have one algorithm), which at n = 256 cost the simulator more than the data;
-  // the blocking one takes the algorithm of --cfg=smpi/allgather (simulate_cluster.sh: bruck,
-  // n log2 n messages). The SMPI build's waits block without a deadline anyway (docs/scale.md).
-  (void)deadline;
-  Status s = check(MPI_Allgather(records_, static_cast<int>(bytes), MPI_BYTE, records_ + kMaxRecordBytes,
-                                 static_cast<int>(bytes), MPI_BYTE, comm_),
-                   "MPI_Allgather");
+  // Blocking there (allgather_small: SMPI's nonblocking collectives are n (n - 1) messages).
+  Status s = allgather_small(records_, records_ + kMaxRecordBytes, static_cast<int>(bytes), MPI_BYTE, comm_, deadline,
+                             "MPI transport, agreeing on the call");
   if (!s.ok()) return fail(std::move(s));
 #else
   MPI_Request req = MPI_REQUEST_NULL;

@@ -38,6 +38,32 @@ Status test_all(MPI_Request* reqs, int count, bool& done) {
   return s;
 }
 
+Status allgather_small(const void* send, void* recv, int count, MPI_Datatype type, MPI_Comm comm,
+                       Clock::time_point deadline, const std::string& what) {
+#ifdef QCOLL_SMPI
+  (void)deadline;
+  Status s = check(MPI_Allgather(send, count, type, recv, count, type, comm), "MPI_Allgather");
+  return s.ok() ? s : Status::Error(s.code, what + ": " + s.message);
+#else
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Iallgather(send, count, type, recv, count, type, comm, &req), "MPI_Iallgather");
+  return s.ok() ? wait(req, deadline, what) : s;
+#endif
+}
+
+Status allreduce_small(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                       Clock::time_point deadline, const std::string& what) {
+#ifdef QCOLL_SMPI
+  (void)deadline;
+  Status s = check(MPI_Allreduce(send, recv, count, type, op, comm), "MPI_Allreduce");
+  return s.ok() ? s : Status::Error(s.code, what + ": " + s.message);
+#else
+  MPI_Request req = MPI_REQUEST_NULL;
+  Status s = check(MPI_Iallreduce(send, recv, count, type, op, comm, &req), "MPI_Iallreduce");
+  return s.ok() ? wait(req, deadline, what) : s;
+#endif
+}
+
 Status wait(MPI_Request& req, Clock::time_point deadline, const std::string& what,
             const std::function<Status()>& between) {
   return wait_all(&req, 1, deadline, what, between);

@@ -29,6 +29,17 @@ Status wait_all(MPI_Request* reqs, int count, Clock::time_point deadline, const 
 Status wait_for(const std::function<Status(bool& done)>& poll, Clock::time_point deadline, const std::string& what,
                 const std::function<Status()>& check = {});
 
+// An all-gather (count elements of `type` from every rank) and an all-reduce of small data,
+// nonblocking and waited for as wait() does, errors naming `what`. The SMPI build's are the
+// blocking calls: SMPI's nonblocking collectives are n (n - 1) messages whatever its
+// configuration, which at 256 ranks cost the simulator more than the data (docs/scale.md);
+// its blocking ones take the algorithm of --cfg=smpi/allgather (simulate_cluster.sh: bruck)
+// and SMPI's default all-reduce (a reduce and a broadcast, 2 (n - 1) messages).
+Status allgather_small(const void* send, void* recv, int count, MPI_Datatype type, MPI_Comm comm,
+                       Clock::time_point deadline, const std::string& what);
+Status allreduce_small(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                       Clock::time_point deadline, const std::string& what);
+
 // Tests `req` once; sets done (at once, without MPI, for MPI_REQUEST_NULL). Errors as check().
 Status test(MPI_Request& req, bool& done);
 // Tests `count` requests once (MPI_Testall); done when all completed.

@@ -180,10 +180,8 @@ Status find_hosts(MPI_Comm& dup, int rank, int size, Clock::time_point deadline,
   // Heap memory, left allocated (like dup) when the all-gather times out: it may still land.
   auto gathered = std::make_unique<int[]>(static_cast<std::size_t>(size) + 1);
   gathered[size] = leader;
-  MPI_Request req = MPI_REQUEST_NULL;
-  Status s =
-      check(MPI_Iallgather(&gathered[size], 1, MPI_INT, gathered.get(), 1, MPI_INT, dup, &req), "MPI_Iallgather");
-  if (s.ok()) s = wait(req, deadline, "creating communicator: finding the ranks' hosts");
+  Status s = allgather_small(&gathered[size], gathered.get(), 1, MPI_INT, dup, deadline,
+                             "creating communicator: finding the ranks' hosts");
   if (!s.ok()) {
     (void)gathered.release();
     return s;
@@ -208,10 +206,8 @@ Status agree_settings(MPI_Comm dup, int rank, int size, const Status& local, std
   const long long chunk_kib = static_cast<long long>(settings::mpi_chunk_kib());
   long long mine[7] = {local.ok() ? 0 : size - rank, mb,       -mb, transport, -transport,
                        host_size == size ? 0 : 1,    chunk_kib};
-  MPI_Request req = MPI_REQUEST_NULL;
-  Status s = check(MPI_Iallreduce(mine, all.v, 7, MPI_LONG_LONG, MPI_MAX, dup, &req), "MPI_Iallreduce");
-  if (s.ok()) s = wait(req, deadline, "creating communicator: agreeing on the settings");
-  return s;
+  return allreduce_small(mine, all.v, 7, MPI_LONG_LONG, MPI_MAX, dup, deadline,
+                         "creating communicator: agreeing on the settings");
 }
 
 // The agreement's verdict: this rank's own error, a peer's, or settings that differ.
