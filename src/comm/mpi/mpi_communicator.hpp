@@ -24,10 +24,10 @@
 //                  straight to the ranks of its own host. A PerDestination step (the
 //                  exchange) is bundled per host when every host's ranks are one
 //                  consecutive range of ranks (bundling_): rank r sends its parts for each
-//                  other host as ONE message (their contiguous range of its send slot) to
+//                  other host as one message (their contiguous range of its send slot) to
 //                  that host's receiver of r (the same rank as above), which receives the
 //                  bundles of all its origins into a staging slot and, once all arrived,
-//                  sends each rank of its host ONE message holding that rank's part of every
+//                  sends each rank of its host one message holding that rank's part of every
 //                  bundle (an MPI vector type), scattered on arrival into the receive slot
 //                  (an indexed type); parts for the ranks of r's own host go straight, as in
 //                  p2p. n (H - 1) messages cross hosts per step instead of n (n - m), each
