@@ -367,7 +367,7 @@ def check_release_settles(group, path: str) -> None:
         os.environ["QCOLL_TRANSPORT"] = path
         assert qt.transport(group) == path, qt.transport(group)
         os.environ.pop("QCOLL_TRANSPORT")
-        qt.all_reduce(floats(i, (2, 1024)), group, mode="kg-int8")
+        qt.all_reduce(floats(i, (2 * dist.get_world_size(), 1024)), group, mode="kg-int8")
         qt.release(group)
         left = sum(r() is not None for r in qt._held)
         assert left == 0, f"{path}: {left} tensors of qcoll's calls still held by torch after release() (round {i})"
