@@ -25,7 +25,8 @@
 # measures a deadline: its MPI waits block in the simulator without one, and a stuck call
 # ends in SimGrid's deadlock report instead, docs/scale.md),
 # QCOLL_MPI_SCHEDULE (hosts, qcoll's default; p2p or alltoall), PEERS (mpi: SMPI's own
-# collectives; none: qcoll only).
+# collectives; none: qcoll only), GLIBC_TUNABLES (default: the simulator's shared heap never
+# trimmed, below).
 # Extra arguments go to `qcoll bench`.
 # (smpirun passes the arguments on split at spaces: none of them may hold one.)
 # Writes $OUT/sim_<platform>_n<N>.json/.txt (rows as bench/shaped_network.sh's, with
@@ -46,6 +47,13 @@ CONTRACT=${CONTRACT:-auto}
 SIM_TIMEOUT=${SIM_TIMEOUT:-3000}
 PEERS=${PEERS:-mpi}
 export QCOLL_TIMEOUT_S=${QCOLL_TIMEOUT_S:-10} QCOLL_MPI_SCHEDULE=${QCOLL_MPI_SCHEDULE:-hosts}
+# Every simulated rank allocates from the one heap of the simulator process. With glibc's
+# defaults, a free() of any rank may hand the top of that shared heap back to the kernel (and
+# large blocks come and go as mmaps), so that another rank's next allocations fault their pages
+# in again, and that kernel time is timed as the computation of whichever rank ran into it:
+# simulated calls of 2 to 3x the usual time at random (docs/scale.md, "Slow calls"). Real
+# ranks have heaps of their own. Hence: no trimming and no mmap below 32 MiB (glibc's most).
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.trim_threshold=17179869184:glibc.malloc.mmap_threshold=33554432}
 SMPIRUN=$(command -v "${SMPIRUN:-smpirun}") || { echo "simulate_cluster: smpirun not found (apt-get install libsimgrid-dev; scripts/build-smpi.sh)" >&2; exit 2; }
 read -r -a smpi_cfg <<< "${SMPI_CFG:-}"
 [ -f "$QCOLL" ] || { echo "simulate_cluster: $QCOLL not found (scripts/build-smpi.sh builds it)" >&2; exit 2; }

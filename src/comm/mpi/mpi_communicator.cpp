@@ -318,7 +318,6 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   info.published = false;
   info.receives_posted = false;
   info.sent.clear();
-  free_types(info);  // the slot's previous step completed: its transfers no longer use them
   info.bundled = bundling_ && shape.kind == StepShape::Kind::PerDestination;
   info.forwards_posted = !info.bundled || origins_.empty() || local_peers_.empty();
   info.filled.clear();
@@ -420,10 +419,24 @@ Status MpiCommunicator::bundled_part_filled(Step s, int dest) {
 
 // The forwards' types of step s: the send (this rank's origins' parts for one local peer,
 // strided in the staging slot) and one receive per local forwarder (its origins' parts,
-// scattered into the receive slot).
+// scattered into the receive slot). They depend on the part size only: a slot keeps them
+// from step to step while that stays the same (every full chunk of an exchange) and makes
+// them again when it changes.
 Status MpiCommunicator::make_forward_types(Step s) {
   StepInfo& info = steps_[slot_of(s)];
   const int count = part_blocks(s);
+  if (!info.types.empty() && info.types_blocks == count) return Status::Ok();
+  free_types(info);  // made for another part size (MPI frees them once no transfer uses them)
+  Status st = build_forward_types(info, count);
+  if (!st.ok()) {
+    free_types(info);
+    return st;
+  }
+  info.types_blocks = count;
+  return Status::Ok();
+}
+
+Status MpiCommunicator::build_forward_types(StepInfo& info, int count) {
   info.types.assign(1 + static_cast<std::size_t>(forwarders_), MPI_DATATYPE_NULL);
   if (!info.forwards_posted) {
     Status st =

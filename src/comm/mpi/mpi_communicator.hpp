@@ -123,12 +123,14 @@ class MpiCommunicator final : public Communicator {
     // the bundles by host; filled[d]: part_filled(d) came; host_filled[h]: parts of host h
     // filled; forwards_posted: the forwards of the bundles received were sent on (or there
     // are none); types: the forwards' derived types (the send's, then one per local
-    // forwarder's receive), freed when the slot is reused (begin_step) or at destruction.
+    // forwarder's receive) for parts of types_blocks blocks, kept by the slot while the part
+    // size stays the same (make_forward_types), freed at destruction.
     bool bundled = false;
     bool forwards_posted = true;
     std::vector<char> filled;
     std::vector<int> host_filled;
     std::vector<MPI_Datatype> types;
+    int types_blocks = 0;
     bool pending() const;
     // Forwards of this step may still have to be posted by this rank (tested one by one).
     bool has_forwards() const { return !forwarded.empty() || !forwards_posted; }
@@ -157,6 +159,7 @@ class MpiCommunicator final : public Communicator {
   // host, the bundle for host h (each at most once), all of them (publish), the forwards.
   Status post_bundled_receives(Step s);
   Status make_forward_types(Step s);
+  Status build_forward_types(StepInfo& info, int count);
   Status post_direct_send(Step s, int dst);
   Status post_bundle_send(Step s, int h);
   Status bundled_part_filled(Step s, int dest);
