@@ -51,7 +51,7 @@ export QCOLL_TIMEOUT_S=${QCOLL_TIMEOUT_S:-10} QCOLL_MPI_SCHEDULE=${QCOLL_MPI_SCH
 # defaults, a free() of any rank may hand the top of that shared heap back to the kernel (and
 # large blocks come and go as mmaps), so that another rank's next allocations fault their pages
 # in again, and that kernel time is timed as the computation of whichever rank ran into it:
-# simulated calls of 2 to 3x the usual time at random (docs/scale.md, "Slow calls"). Real
+# simulated calls of 1.5 to 3.5x the usual time at random (docs/scale.md, "Slow calls"). Real
 # ranks have heaps of their own. Hence: no trimming and no mmap below 32 MiB (glibc's most).
 export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.trim_threshold=17179869184:glibc.malloc.mmap_threshold=33554432}
 SMPIRUN=$(command -v "${SMPIRUN:-smpirun}") || { echo "simulate_cluster: smpirun not found (apt-get install libsimgrid-dev; scripts/build-smpi.sh)" >&2; exit 2; }
