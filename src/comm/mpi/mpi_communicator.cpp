@@ -319,7 +319,7 @@ Status MpiCommunicator::begin_step(const StepShape& shape, const char* what, Clo
   info.receives_posted = false;
   info.sent.clear();
   info.bundled = bundling_ && shape.kind == StepShape::Kind::PerDestination;
-  info.forwards_posted = !info.bundled || origins_.empty() || local_peers_.empty();
+  info.forwards_posted = !info.bundled || !forwards_bundles();
   info.filled.clear();
   info.host_filled.clear();
   if (info.bundled) {
@@ -438,7 +438,7 @@ Status MpiCommunicator::make_forward_types(Step s) {
 
 Status MpiCommunicator::build_forward_types(StepInfo& info, int count) {
   info.types.assign(1 + static_cast<std::size_t>(forwarders_), MPI_DATATYPE_NULL);
-  if (!info.forwards_posted) {
+  if (forwards_bundles()) {
     Status st =
         check(MPI_Type_vector(static_cast<int>(origins_.size()), count, local_size_ * count, block512_, &info.types[0]),
               "MPI_Type_vector");

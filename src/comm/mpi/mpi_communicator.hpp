@@ -168,6 +168,9 @@ class MpiCommunicator final : public Communicator {
   Status post_forwards(Step s);
   void free_types(StepInfo& info);
   int local_position(int w) const { return w - host_first_[my_host_] - (w > rank_ ? 1 : 0); }
+  // Bundled steps: this rank receives bundles and forwards them inside its host (a rank
+  // property: the same for every bundled step, so the slots' cached forward types hold).
+  bool forwards_bundles() const { return !origins_.empty() && !local_peers_.empty(); }
   bool routed(const StepInfo& info) const { return hosts_routing_ && info.shape.kind == StepShape::Kind::Same; }
   // Tests the step's transfers once (posting the forwards whose part arrived); done when
   // every transfer of the step completed.
