@@ -86,9 +86,10 @@ struct BenchPlan {
   std::vector<std::string> peer_families;  // empty: no peers
   DType out_dtype = DType::BFloat16;
   bool use_mpi = false;
-  bool needs_bf16() const {
-    return std::find(inputs.begin(), inputs.end(), Input::Bf16) != inputs.end() || !peer_families.empty();
-  }
+  bool reads(Input in) const { return std::find(inputs.begin(), inputs.end(), in) != inputs.end(); }
+  // The float tensors a contender reads once timing starts (the peers read both).
+  bool needs_bf16() const { return reads(Input::Bf16) || !peer_families.empty(); }
+  bool needs_fp32() const { return reads(Input::Fp32) || !peer_families.empty(); }
 };
 
 std::string read_first_line(const char* path) {
@@ -101,7 +102,8 @@ std::string read_first_line(const char* path) {
 // One rank's input of one size, in every form a contender takes.
 struct RankInputs {
   std::size_t rows = 0, H = 0;
-  std::vector<float> act;                 // fp32 (the fp32 peers; qcoll from fp32)
+  std::size_t count() const { return rows * H; }
+  std::vector<float> act;                 // fp32 (the fp32 peers; qcoll from fp32; empty when neither runs)
   std::vector<uint16_t> act16;            // bf16 (the bf16 peers; qcoll from bf16)
   std::vector<quant::QuantizedTensor> q;  // per mode: made before timing (qcoll, pre-quantized)
   std::vector<double> quant_s[3];         // [Input][mode]: quantizing from that input, max over ranks
@@ -221,6 +223,11 @@ struct RankJob {
       }
     }
     in.quant_s[static_cast<int>(Input::Quantized)] = in.quant_s[static_cast<int>(Input::Fp32)];
+    // What no contender reads from here on is given back: under smpirun every rank lives in
+    // one process, and at n = 256 that process's memory is the limit (docs/scale.md).
+    std::vector<uint8_t>().swap(in.scratch_q);
+    std::vector<uint8_t>().swap(in.scratch_s);
+    if (!plan.needs_fp32()) std::vector<float>().swap(in.act);
     return in;
   }
 
@@ -247,15 +254,15 @@ struct RankJob {
   OpBuffers op_buffers(int n, const Size& sz, RankInputs& in, Op op) const {
     OpBuffers b;
     b.rs = op == Op::ReduceScatter;
-    const std::size_t count = in.act.size();
+    const std::size_t count = in.count();
     b.out_count = b.rs ? count / static_cast<std::size_t>(n) : count;
     const std::vector<int64_t> x_shape = {sz.bs, sz.h};
     const std::vector<int64_t> out_shape = expected_output_shape(op, x_shape, n);
-    b.ref.resize(b.out_count);
     for (const auto& p : peers) {
       b.peer_out.emplace_back(b.out_count * dtype_size(p->input()));
       if (!b.ref_peer && p->input() == DType::Float) b.ref_peer = p.get();
     }
+    if (b.ref_peer) b.ref.resize(b.out_count);
     b.qout.resize(b.out_count * dtype_size(plan.out_dtype));
     b.calls.resize(3);
     for (std::size_t m = 0; m < plan.modes.size(); ++m) {
@@ -335,7 +342,7 @@ struct RankJob {
   BenchRow make_row(int n, const Size& sz, Op op, Input input, std::size_t m, const RankInputs& in, const Timings& tq,
                     const std::vector<Timings>& tp) const {
     const bool rs = op == Op::ReduceScatter;
-    const double count = static_cast<double>(in.act.size());
+    const double count = static_cast<double>(in.count());
     BenchRow r;
     r.op = command_name(op);
     r.bs = sz.bs;
