@@ -221,6 +221,43 @@ TEST_F(CliBench, MpiAbsentPeersAreUnavailableNotAnError) {
 #endif
 }
 
+// --peer-inputs bf16: each family's bf16 peer only (the fp32 peer and the fp32 input are not
+// made: under smpirun every rank's buffers share one process). With no fp32 peer there is no
+// reference, so no error is reported; the bf16 peer is still timed and is the fastest peer.
+TEST_F(CliBench, MpiPeerInputsBf16Only) {
+#ifndef QCOLL_HAVE_MPI
+  GTEST_SKIP() << "built without MPI";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
+  RunResult r = run("mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2",
+                    std::string("bench ") + kTiny + " --peers mpi --peer-inputs bf16 --json m.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("mpi-fp32"), std::string::npos) << r.out;
+  nlohmann::json j = read_json("m.json");
+  ASSERT_EQ(j["rows"].size(), 4u);
+  for (const auto& row : j["rows"]) {
+    SCOPED_TRACE(row.dump());
+    ASSERT_EQ(row["peers"].size(), 1u);
+    EXPECT_EQ(row["peers"][0]["name"], "mpi-bf16");
+    EXPECT_GT(row["peers"][0]["s"].get<double>(), 0.0);
+    EXPECT_TRUE(row["fp32_s"].is_null());
+    EXPECT_GT(row["bf16_s"].get<double>(), 0.0);
+    EXPECT_TRUE(row["bf16_rel_err"].is_null());
+    EXPECT_TRUE(row["qcoll_rel_err"].is_null());
+    EXPECT_EQ(row["fastest_peer"], "mpi-bf16");
+  }
+#endif
+}
+
+TEST_F(CliBench, RefusesBadPeerInputs) {
+  RunResult r = run("", std::string("bench --ranks 2 ") + kTiny + " --peer-inputs fp16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--peer-inputs: expected fp32 or bf16, got 'fp16'"), std::string::npos) << r.err;
+  r = run("", std::string("bench --ranks 2 ") + kTiny + " --peer-inputs ,");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--peer-inputs: no input given (fp32, bf16)"), std::string::npos) << r.err;
+}
+
 // The plugin peers themselves (oneCCL; torch gloo), where bench/install_peers.sh has
 // installed them (not in CI): timed in every row, their results agree with the MPI fp32
 // peer's.

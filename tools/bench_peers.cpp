@@ -224,12 +224,12 @@ std::shared_ptr<Plugin> load_plugin(const std::string& path, std::string& why, n
 
 }  // namespace
 
-PeerSet make_peers(const std::vector<std::string>& families, const PluginPaths& paths) {
+PeerSet make_peers(const std::vector<std::string>& families, const std::vector<DType>& inputs,
+                   const PluginPaths& paths) {
   PeerSet set;
   auto wanted = [&](const char* f) { return std::find(families.begin(), families.end(), f) != families.end(); };
   if (wanted("mpi")) {
-    set.peers.push_back(std::make_unique<MpiPeer>(DType::Float));
-    set.peers.push_back(std::make_unique<MpiPeer>(DType::BFloat16));
+    for (DType in : inputs) set.peers.push_back(std::make_unique<MpiPeer>(in));
     int version = 0, subversion = 0;
     MPI_Get_version(&version, &subversion);
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
@@ -246,8 +246,7 @@ PeerSet make_peers(const std::vector<std::string>& families, const PluginPaths& 
     nlohmann::ordered_json info;
     if (ccl) info["settings"] = ccl_settings();  // before oneCCL is loaded: it reads them then
     if (auto plugin = load_plugin(given.empty() ? default_plugin_path(family) : given, why, info)) {
-      set.peers.push_back(std::make_unique<PluginPeer>(plugin, DType::Float));
-      set.peers.push_back(std::make_unique<PluginPeer>(plugin, DType::BFloat16));
+      for (DType in : inputs) set.peers.push_back(std::make_unique<PluginPeer>(plugin, in));
       set.info[family] = info;
     } else {
       set.unavailable[family] = why;
@@ -258,7 +257,7 @@ PeerSet make_peers(const std::vector<std::string>& families, const PluginPaths& 
 
 #else  // no MPI in this build: the peers cannot be made
 
-PeerSet make_peers(const std::vector<std::string>&, const PluginPaths&) {
+PeerSet make_peers(const std::vector<std::string>&, const std::vector<DType>&, const PluginPaths&) {
   throw CliError(ErrorKind::Argument, std::string("the peers: ") + kNoMpi);
 }
 

@@ -39,6 +39,8 @@ void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
 
 // The peer families `qcoll bench --peers` accepts.
 inline constexpr const char* kPeerFamilies[] = {"mpi", "oneccl", "gloo"};
+// The inputs each family's peers sum (`qcoll bench --peer-inputs`): one peer per input.
+inline constexpr const char* kPeerInputs[] = {"fp32", "bf16"};
 
 struct PeerSet {
   std::vector<std::unique_ptr<Peer>> peers;                               // in the order fp32 before bf16 per family
@@ -51,11 +53,12 @@ struct PluginPaths {
   std::string oneccl, gloo;
 };
 
-// The peers of the families in `families` that can run on these MPI_COMM_WORLD ranks
-// (collective: every process calls it; MPI initialised). A family that cannot run is
-// recorded in `unavailable` with the reason, the same on every rank. Throws
-// CliError(Argument) in a build without MPI.
-PeerSet make_peers(const std::vector<std::string>& families, const PluginPaths& paths);
+// The peers of the families in `families` that can run on these MPI_COMM_WORLD ranks, one
+// per input of `inputs` (DType::Float, DType::BFloat16) for each (collective: every process
+// calls it; MPI initialised). A family that cannot run is recorded in `unavailable` with the
+// reason, the same on every rank. Throws CliError(Argument) in a build without MPI.
+PeerSet make_peers(const std::vector<std::string>& families, const std::vector<DType>& inputs,
+                   const PluginPaths& paths);
 
 // The default path of a plugin family's shared object: $QCOLL_CCL_PEER / $QCOLL_GLOO_PEER,
 // else $QCOLL_PEERS_DIR (default ~/.local/qcoll-peers)/lib/libqcoll_{ccl,gloo}_peer.so.

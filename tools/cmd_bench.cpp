@@ -62,6 +62,7 @@ struct BenchArgs {
   int repeats = 3;
   int warmup = 1;
   std::string peers = "mpi,oneccl,gloo";
+  std::string peer_inputs = "fp32,bf16";
   bool no_peers = false;
   PluginPaths plugins;  // empty: default_plugin_path()
   uint64_t seed = 1;
@@ -84,12 +85,16 @@ struct BenchPlan {
   std::vector<Op> ops;
   std::vector<Input> inputs;
   std::vector<std::string> peer_families;  // empty: no peers
+  std::vector<DType> peer_inputs;          // Float before BFloat16
   DType out_dtype = DType::BFloat16;
   bool use_mpi = false;
   bool reads(Input in) const { return std::find(inputs.begin(), inputs.end(), in) != inputs.end(); }
-  // The float tensors a contender reads once timing starts (the peers read both).
-  bool needs_bf16() const { return reads(Input::Bf16) || !peer_families.empty(); }
-  bool needs_fp32() const { return reads(Input::Fp32) || !peer_families.empty(); }
+  bool peers_read(DType t) const {
+    return !peer_families.empty() && std::find(peer_inputs.begin(), peer_inputs.end(), t) != peer_inputs.end();
+  }
+  // The float tensors a contender reads once timing starts.
+  bool needs_bf16() const { return reads(Input::Bf16) || peers_read(DType::BFloat16); }
+  bool needs_fp32() const { return reads(Input::Fp32) || peers_read(DType::Float); }
 };
 
 std::string read_first_line(const char* path) {
@@ -448,6 +453,12 @@ BenchPlan make_plan(const BenchArgs& args) {
   if (!args.no_peers && args.peers != "none")
     for (const std::string& item : split_list(args.peers))
       plan.peer_families.push_back(parse_choice("--peers", item, kPeerFamilies));
+  bool fp32 = false, bf16 = false;
+  for (const std::string& item : split_list(args.peer_inputs))
+    (parse_choice("--peer-inputs", item, kPeerInputs) == "fp32" ? fp32 : bf16) = true;
+  if (fp32) plan.peer_inputs.push_back(DType::Float);
+  if (bf16) plan.peer_inputs.push_back(DType::BFloat16);
+  if (plan.peer_inputs.empty()) throw CliError(ErrorKind::Argument, "--peer-inputs: no input given (fp32, bf16)");
   plan.out_dtype = parse_dtype_option("--out-dtype", args.out_dtype, contract::kOutDtypes, "an output type");
   static constexpr const char* kTransports[] = {"auto", "mpi", "threads"};
   const std::string t = parse_choice("--transport", args.transport, kTransports);
@@ -514,7 +525,7 @@ int bench_command(const BenchArgs& args) {
     check_rank_count(args, plan, n, c);
     std::unique_ptr<RankSync> sync = plan.use_mpi ? make_mpi_sync() : make_thread_sync(n);
     PeerSet peer_set;
-    if (!plan.peer_families.empty()) peer_set = make_peers(plan.peer_families, args.plugins);
+    if (!plan.peer_families.empty()) peer_set = make_peers(plan.peer_families, plan.peer_inputs, args.plugins);
     RankJob job{args, plan, runner->transport(), *sync, peer_set.peers, {}, {}, {}, 0};
     run_ranks(*runner, job);
     meta["loadavg_after"] = read_first_line("/proc/loadavg");
@@ -580,6 +591,10 @@ const CommandRegistrar reg([](CLI::App& app) {
   sub->add_option("--peers", a->peers,
                   "Peers under mpirun: mpi, oneccl, gloo (the last two installed by bench/install_peers.sh); a comma "
                   "list, or none; one that cannot run is reported as unavailable")
+      ->capture_default_str();
+  sub->add_option("--peer-inputs", a->peer_inputs,
+                  "What each peer family sums: fp32, bf16, or both (a comma list); without fp32 no errors are "
+                  "reported (the fp32 peer's result is their reference)")
       ->capture_default_str();
   sub->add_flag("--no-peers", a->no_peers, "Skip the peers (--peers none)");
   sub->add_option("--ccl-peer", a->plugins.oneccl,
