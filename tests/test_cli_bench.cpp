@@ -123,6 +123,9 @@ class CliBench : public ::testing::Test {
 };
 
 constexpr const char* kTiny = "--sizes 64x1024 --modes kg-int8,mx-e4m3 --repeats 1 --warmup 0";
+// Two MPI ranks on this host (the prefix of run()).
+constexpr const char* kMpirun2 =
+    "mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2";
 
 TEST_F(CliBench, ThreadRanksTimeQcollOnly) {
   RunResult r = run("", std::string("bench --ranks 2 ") + kTiny + " --json t.json");
@@ -137,8 +140,7 @@ TEST_F(CliBench, MpiRanksTimeQcollAndPeers) {
   GTEST_SKIP() << "built without MPI";
 #else
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
-  RunResult r = run("mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2",
-                    std::string("bench ") + kTiny + " --json m.json");
+  RunResult r = run(kMpirun2, std::string("bench ") + kTiny + " --json m.json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("mpi-fp32"), std::string::npos) << r.out;
   check_rows(read_json("m.json"), 2, "shm|mpi", true);
@@ -229,8 +231,7 @@ TEST_F(CliBench, MpiPeerInputsBf16Only) {
   GTEST_SKIP() << "built without MPI";
 #else
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not found";
-  RunResult r = run("mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2",
-                    std::string("bench ") + kTiny + " --peers mpi --peer-inputs bf16 --json m.json");
+  RunResult r = run(kMpirun2, std::string("bench ") + kTiny + " --peers mpi --peer-inputs bf16 --json m.json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("mpi-fp32"), std::string::npos) << r.out;
   nlohmann::json j = read_json("m.json");
@@ -275,9 +276,8 @@ TEST_F(CliBench, MpiPluginPeersWhereInstalled) {
     const std::string plugin = dir + file;
     if (!fs::exists(plugin)) continue;
     ++tested;
-    RunResult r = run("mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -np 2",
-                      std::string("bench ") + kTiny + " --peers mpi," + family + " --" +
-                          (family == "oneccl" ? "ccl" : "gloo") + "-peer '" + plugin + "' --json c.json");
+    RunResult r = run(kMpirun2, std::string("bench ") + kTiny + " --peers mpi," + family + " --" +
+                                    (family == "oneccl" ? "ccl" : "gloo") + "-peer '" + plugin + "' --json c.json");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     nlohmann::json j = read_json("c.json");
     EXPECT_FALSE(j["meta"]["peers_unavailable"].contains(family)) << j["meta"].dump(1);
