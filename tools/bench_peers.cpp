@@ -10,7 +10,7 @@
 
 #include "cli_error.hpp"
 #include "peer_plugin.h"
-#include "qcoll/formats.hpp"
+#include "peer_sums.hpp"
 #include "rank_runner_mpi.hpp"
 
 #ifdef QCOLL_HAVE_MPI
@@ -18,11 +18,6 @@
 #endif
 
 namespace qcoll::cli {
-
-void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i)
-    inout[i] = formats::encode_bfloat16(formats::decode_bfloat16(in[i]) + formats::decode_bfloat16(inout[i]));
-}
 
 std::string default_plugin_path(const std::string& family) {
   const bool ccl = family == "oneccl";
@@ -41,8 +36,21 @@ std::string default_plugin_path(const std::string& family) {
 
 namespace {
 
-void bf16_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  bf16_sum(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), static_cast<std::size_t>(*len));
+// The peers' user-defined sums. Under SMPI the simulated MPI applies an MPI_Op inside the
+// collective, where no computation is timed: its reductions would cost no simulated time,
+// while qcoll's sum, made outside MPI calls, is timed. So in the SMPI build the sum times
+// itself (smpi_bench_begin / smpi_bench_end: the measured CPU time becomes the rank's
+// simulated computation, as for the application's own code), and the fp32 peer uses this
+// timed sum instead of MPI_SUM (the same fp32 adds). docs/scale.md, "The peers' sums".
+template <class T, void (*Sum)(const T*, T*, std::size_t)>
+void sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
+#ifdef QCOLL_SMPI
+  smpi_bench_begin();
+#endif
+  Sum(static_cast<const T*>(in), static_cast<T*>(inout), static_cast<std::size_t>(*len));
+#ifdef QCOLL_SMPI
+  smpi_bench_end();
+#endif
 }
 
 int checked_count(std::size_t count) {
@@ -69,21 +77,26 @@ class MpiPeer final : public Peer {
   explicit MpiPeer(DType input) : input_(input), name_(std::string("mpi") + suffix(input)) {
     if (input == DType::Float) {
       type_ = MPI_FLOAT;
+#ifdef QCOLL_SMPI
+      MPI_Op_create(&sum_op<float, fp32_sum>, /*commute=*/1, &op_);
+      owns_op_ = true;
+#else
       op_ = MPI_SUM;
+#endif
     } else {
       MPI_Type_contiguous(1, MPI_UINT16_T, &type_);
       MPI_Type_commit(&type_);
-      MPI_Op_create(&bf16_sum_op, /*commute=*/1, &op_);
-      owned_ = true;
+      owns_type_ = true;
+      MPI_Op_create(&sum_op<uint16_t, bf16_sum>, /*commute=*/1, &op_);
+      owns_op_ = true;
     }
   }
   ~MpiPeer() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (owned_ && !finalized) {
-      MPI_Op_free(&op_);
-      MPI_Type_free(&type_);
-    }
+    if (finalized) return;
+    if (owns_op_) MPI_Op_free(&op_);
+    if (owns_type_) MPI_Type_free(&type_);
   }
   const std::string& name() const override { return name_; }
   DType input() const override { return input_; }
@@ -100,7 +113,8 @@ class MpiPeer final : public Peer {
   std::string name_;
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   MPI_Op op_ = MPI_OP_NULL;
-  bool owned_ = false;
+  bool owns_op_ = false;
+  bool owns_type_ = false;
 };
 
 // ---- plugin peers (oneCCL) ----

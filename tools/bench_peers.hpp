@@ -34,9 +34,6 @@ class Peer {
   virtual void all_reduce(const void* in, void* out, std::size_t count) = 0;
 };
 
-// inout[i] = bf16(float(in[i]) + float(inout[i])) for i < count: the 16-bit MPI peer's sum.
-void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
-
 // The peer families `qcoll bench --peers` accepts.
 inline constexpr const char* kPeerFamilies[] = {"mpi", "oneccl", "gloo"};
 // The inputs each family's peers sum (`qcoll bench --peer-inputs`): one peer per input.
