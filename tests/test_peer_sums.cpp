@@ -95,7 +95,8 @@ TEST(PeerSums, TailsAndOffsetsTouchOnlyCount) {
         ASSERT_TRUE(fp32_sum_on(target, fin.data() + offset, fio.data() + offset, count));
         for (std::size_t i = 0; i < io.size(); ++i) {
           ASSERT_TRUE(same_bf16(io[i], want[i])) << target << " count " << count << " offset " << offset << " i " << i;
-          ASSERT_TRUE(same_f32(fio[i], fwant[i])) << target << " fp32 count " << count << " offset " << offset << " i " << i;
+          ASSERT_TRUE(same_f32(fio[i], fwant[i]))
+              << target << " fp32 count " << count << " offset " << offset << " i " << i;
         }
       }
     }

@@ -40,8 +40,7 @@ void fp32_baseline(const float* in, float* inout, std::size_t count) { fp32_loop
 [[gnu::target("avx2")]] void fp32_avx2(const float* in, float* inout, std::size_t count) {
   fp32_loop(in, inout, count);
 }
-[[gnu::target("avx512f,avx512bw,avx512vl")]] void bf16_avx512(const uint16_t* in, uint16_t* inout,
-                                                              std::size_t count) {
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void bf16_avx512(const uint16_t* in, uint16_t* inout, std::size_t count) {
   bf16_loop(in, inout, count);
 }
 [[gnu::target("avx512f,avx512bw,avx512vl")]] void fp32_avx512(const float* in, float* inout, std::size_t count) {
@@ -70,7 +69,7 @@ const Target kTargets[] = {
 };
 
 const Target& best() {
-  static const Target& t = [] () -> const Target& {
+  static const Target& t = []() -> const Target& {
     for (const Target& c : kTargets)
       if (c.runs()) return c;
     return kTargets[sizeof(kTargets) / sizeof(kTargets[0]) - 1];
